@@ -1,0 +1,23 @@
+package io.conclave.api.membership;
+
+/** The tag keys Conclave servers publish through membership. */
+public final class MemberTags {
+    /** {@value}: {@link #ROLE_SERVER} for a Raft server. */
+    public static final String ROLE = "role";
+    public static final String ROLE_SERVER = "server";
+    /** {@value}: the server's node ID (UUID). */
+    public static final String NODE_ID = "id";
+    /** {@value}: {@code host:port} of the Raft service. */
+    public static final String RAFT_ADDRESS = "raft_addr";
+    /** {@value}: the datacenter. */
+    public static final String DATACENTER = "dc";
+    /** {@value}: the redundancy zone, for autopilot. */
+    public static final String ZONE = "zone";
+    /** {@value}: the Conclave version. */
+    public static final String VERSION = "version";
+    /** {@value}: the number of servers this server expects before bootstrapping. */
+    public static final String BOOTSTRAP_EXPECT = "expect";
+
+    private MemberTags() {
+    }
+}

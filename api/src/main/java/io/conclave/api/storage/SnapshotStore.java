@@ -1,0 +1,58 @@
+package io.conclave.api.storage;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.List;
+
+/**
+ * Snapshots of the state machine.
+ *
+ * <p>Threading and errors as {@link LogStore}: blocking, called from one worker at a time.
+ *
+ * <p>A snapshot is written through a {@link Writer} and exists only once {@link Writer#commit()}
+ * returned: then its content and metadata are durable, and the engine may compact the log. A crash
+ * before that leaves no trace visible to {@link #list()}. A snapshot whose content fails its checksum
+ * raises {@link CorruptionException} on {@link #open} and is never restored.
+ */
+public interface SnapshotStore {
+
+    /** Starts a snapshot; the size and checksum of the metadata given are ignored and computed. */
+    Writer create(long lastIndex, long lastTerm, io.conclave.api.raft.ClusterConfiguration configuration,
+                  long configurationIndex);
+
+    /** The committed snapshots, newest (highest last index) first. */
+    List<SnapshotMeta> list();
+
+    /** Opens a committed snapshot by id. The content's checksum is verified as it is read. */
+    Reader open(String id);
+
+    /** Deletes all but the {@code count} newest snapshots ({@code count >= 1}). */
+    void retain(int count);
+
+    /** A snapshot being written. */
+    interface Writer extends AutoCloseable {
+        /** Where the content goes. */
+        OutputStream output();
+
+        /** Makes the snapshot durable and visible; returns its metadata. */
+        SnapshotMeta commit();
+
+        /** Discards the snapshot; a no-op after {@link #commit()}. */
+        @Override
+        void close();
+    }
+
+    /** A snapshot being read. */
+    interface Reader extends AutoCloseable {
+        SnapshotMeta meta();
+
+        /**
+         * The content. Reading it to the end verifies the checksum and throws {@link CorruptionException}
+         * (an unchecked exception) on a mismatch.
+         */
+        InputStream input();
+
+        @Override
+        void close();
+    }
+}

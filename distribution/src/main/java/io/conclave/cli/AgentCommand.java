@@ -1,0 +1,38 @@
+package io.conclave.cli;
+
+import io.conclave.engine.raft.agent.AgentLauncher;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code conclave agent}: runs a server until SIGTERM or SIGINT. */
+@Command(name = "agent", description = "Runs a Conclave server.")
+final class AgentCommand implements Callable<Integer> {
+
+    @Option(names = "-dev", description = "A development server: one server, temporary storage, default ports.")
+    boolean dev;
+
+    @Option(names = "-config-file", paramLabel = "FILE", description = "The JSON configuration file.")
+    Path configFile;
+
+    @Option(names = "-plugins-dir", paramLabel = "DIR",
+            description = "The plugins folder (default: plugins/ in the distribution).")
+    Path pluginsDir;
+
+    @Override
+    public Integer call() {
+        Logging.configureDefaults();
+        return AgentLauncher.run(configFile, dev, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
+    }
+
+    private static Path defaultPluginsDir() {
+        String home = System.getProperty("conclave.home");
+        if (home == null) {
+            return null;
+        }
+        Path dir = Path.of(home, "plugins");
+        return Files.isDirectory(dir) ? dir : null;
+    }
+}

@@ -1,0 +1,37 @@
+package io.conclave.cli;
+
+import io.conclave.api.ConclaveVersion;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code conclave}: the entry point of the distribution. */
+@Command(name = "conclave", mixinStandardHelpOptions = true, versionProvider = ConclaveCommand.Version.class,
+        description = "Conclave: a modular Raft server with a Consul-compatible API.",
+        subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class})
+public final class ConclaveCommand implements Runnable {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    /** Runs the command line and returns its exit code. */
+    public static int execute(String... args) {
+        return new CommandLine(new ConclaveCommand()).execute(args);
+    }
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.err);
+        throw new CommandLine.ParameterException(spec.commandLine(), "a command is required");
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"Conclave v" + ConclaveVersion.current()};
+        }
+    }
+}

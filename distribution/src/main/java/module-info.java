@@ -1,0 +1,9 @@
+/** The {@code conclave} command line: runs an agent, and talks to a running agent's HTTP API. */
+module io.conclave.cli {
+    requires io.conclave.engine.raft;
+    requires info.picocli;
+    requires java.net.http;
+    requires org.slf4j;
+
+    opens io.conclave.cli to info.picocli;
+}

@@ -1,0 +1,99 @@
+package io.conclave.cli;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Conclave command run as a child JVM from the built distribution, exactly as {@code bin/conclave} runs it:
+ * {@code java --module-path lib -m io.conclave.cli/io.conclave.cli.ConclaveCommand ...}, with a small heap.
+ */
+final class AgentProcess implements AutoCloseable {
+
+    static final Duration START_DEADLINE = Duration.ofSeconds(60);
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    final Process process;
+    final Path output;
+
+    private AgentProcess(Process process, Path output) {
+        this.process = process;
+        this.output = output;
+    }
+
+    static Path distribution() {
+        String path = System.getProperty("conclave.distribution");
+        if (path == null || !Files.isDirectory(Path.of(path, "lib"))) {
+            throw new IllegalStateException("conclave.distribution must point at the unpacked distribution (run mvn verify); it is " + path);
+        }
+        return Path.of(path);
+    }
+
+    static AgentProcess start(Path work, String... args) throws IOException {
+        Path home = distribution();
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-Dconclave.home=" + home, "--module-path", home.resolve("lib").toString(),
+                "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
+        command.addAll(List.of(args));
+        Path output = Files.createTempFile(work, "agent", ".log");
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
+        return new AgentProcess(process, output);
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    String output() throws IOException {
+        return Files.readString(output, StandardCharsets.UTF_8);
+    }
+
+    /** GETs a path, polling until it answers 200 or the deadline passes. */
+    String awaitGet(int port, String path) throws Exception {
+        long deadline = System.nanoTime() + START_DEADLINE.toNanos();
+        IOException last = null;
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new AssertionError("agent exited with " + process.exitValue() + ":\n" + output());
+            }
+            try {
+                HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                if (response.statusCode() == 200) {
+                    return response.body();
+                }
+            } catch (IOException e) {
+                last = e;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("no answer from " + path + " within " + START_DEADLINE + " (" + last + "):\n" + output());
+    }
+
+    int awaitExit(Duration timeout) throws Exception {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("process did not exit within " + timeout + ":\n" + output());
+        }
+        return process.exitValue();
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (process.isAlive()) {
+            process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+}

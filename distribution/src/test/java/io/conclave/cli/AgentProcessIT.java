@@ -1,0 +1,68 @@
+package io.conclave.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The agent as a user runs it: a real JVM on the distribution's module path, stopped by SIGTERM. */
+class AgentProcessIT {
+
+    @Test
+    void when_agent_runs_from_the_distribution_then_it_reports_itself_and_stops_cleanly_on_sigterm(@TempDir Path work) throws Exception {
+        int port = AgentProcess.freePort();
+        Path config = work.resolve("agent.json");
+        Files.writeString(config, "{\"node_name\": \"it-1\", \"data_dir\": \"" + work.resolve("data")
+                + "\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            JsonObject self = new JsonObject(agent.awaitGet(port, "/v1/agent/self"));
+            assertEquals("it-1", self.getJsonObject("Config").getString("NodeName"));
+            assertEquals("dc1", self.getJsonObject("Config").getString("Datacenter"));
+            assertFalse(self.getJsonObject("Config").getString("Version").isEmpty());
+            assertEquals("auto", self.getJsonObject("Plugins").getString("removal_policy"),
+                    "the shipped autopilot plugin, found in plugins/, wins over the built-in policy");
+
+            JsonArray plugins = new JsonArray(agent.awaitGet(port, "/v1/agent/plugins"));
+            JsonObject auto = plugins.stream().map(JsonObject.class::cast)
+                    .filter(p -> p.getString("Name").equals("auto")).findFirst().orElseThrow();
+            assertEquals("io.conclave.plugin.autopilot", auto.getString("Module"));
+            assertTrue(auto.getString("Origin").startsWith("plugins/conclave-plugin-autopilot"), auto.encode());
+            assertTrue(auto.getBoolean("Active"));
+
+            agent.process.destroy(); // SIGTERM
+            int exit = agent.awaitExit(Duration.ofSeconds(30));
+            String output = agent.output();
+            assertEquals(143, exit, "the JVM's exit code after SIGTERM and its shutdown hooks:\n" + output);
+            assertTrue(output.contains("agent stopped"), output);
+            assertTrue(Files.exists(work.resolve("data/node-id")));
+        }
+    }
+
+    @Test
+    void when_configuration_has_an_unknown_key_then_process_exits_non_zero_naming_it(@TempDir Path work) throws Exception {
+        Path config = work.resolve("agent.json");
+        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"raft\": {\"election_timeout\": \"1s\"}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            String output = agent.output();
+            assertEquals(2, exit, output);
+            assertTrue(output.contains("raft.election_timeout: unknown key"), output);
+            assertFalse(Files.exists(work.resolve("data")));
+        }
+    }
+
+    @Test
+    void when_version_is_asked_then_it_is_printed(@TempDir Path work) throws Exception {
+        try (AgentProcess command = AgentProcess.start(work, "version")) {
+            assertEquals(0, command.awaitExit(Duration.ofSeconds(60)));
+            assertTrue(command.output().startsWith("Conclave v"), command.output());
+        }
+    }
+}

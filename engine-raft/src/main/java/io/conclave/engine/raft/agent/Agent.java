@@ -1,0 +1,274 @@
+package io.conclave.engine.raft.agent;
+
+import io.conclave.api.ConclaveVersion;
+import io.conclave.api.NodeIdentity;
+import io.conclave.api.membership.MemberTags;
+import io.conclave.api.membership.Membership;
+import io.conclave.api.membership.MembershipProvider;
+import io.conclave.api.membership.MembershipSettings;
+import io.conclave.api.policy.RemovalPolicyProvider;
+import io.conclave.api.policy.ServerRemovalPolicy;
+import io.conclave.api.storage.Storage;
+import io.conclave.api.storage.StorageProvider;
+import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.http.HttpApi;
+import io.conclave.engine.raft.plugins.PluginRegistry;
+import io.conclave.engine.raft.plugins.ProviderInfo;
+import io.conclave.engine.raft.plugins.Spi;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running Conclave agent: the configuration, the plugins chosen for it, and the HTTP API, assembled on
+ * Vert.x. {@link #start} returns once everything listens; {@link #stop} undoes it in reverse order.
+ *
+ * <p>{@link #start} and {@link #stop} block their caller (a main thread or a test), never an event loop.
+ */
+public final class Agent implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
+    private static final long START_TIMEOUT_SECONDS = 60;
+
+    private final ConclaveConfig config;
+    private final PluginRegistry registry;
+    private final Path dataDir;
+    private final boolean temporaryDataDir;
+    private final NodeIdentity identity;
+    private final Vertx vertx;
+    private final HttpApi http = new HttpApi();
+    private Membership membership;
+    private Storage storage;
+    private ServerRemovalPolicy removalPolicy;
+    private int httpPort;
+    private boolean stopped;
+
+    private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId) {
+        this.config = config;
+        this.registry = registry;
+        this.dataDir = dataDir;
+        this.temporaryDataDir = temporaryDataDir;
+        String raftAddress = config.bindAddr() + ":" + config.ports().server();
+        this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
+        this.vertx = Vertx.vertx();
+    }
+
+    /**
+     * Starts an agent. Everything that can be checked without writing is checked first: configuration
+     * and plugins; an error there leaves the data folder untouched.
+     *
+     * @param pluginsDir the plugins folder ({@code plugins_dir} in the configuration wins), or {@code null}
+     */
+    public static Agent start(ConclaveConfig config, Path pluginsDir) {
+        Path effectivePluginsDir = config.pluginsDir().orElse(pluginsDir);
+        PluginRegistry registry = PluginRegistry.discover(effectivePluginsDir, config.plugins());
+        boolean temporary = config.dataDir() == null;
+        Path dataDir;
+        try {
+            dataDir = temporary ? Files.createTempDirectory("conclave-dev-") : Files.createDirectories(config.dataDir());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create data_dir " + config.dataDir() + ": " + e.getMessage(), e);
+        }
+        String nodeId = NodeIdFile.loadOrCreate(dataDir, config.nodeId());
+        Agent agent = new Agent(config, registry, dataDir, temporary, nodeId);
+        try {
+            agent.startPlugins();
+            agent.httpPort = await(agent.startHttp());
+        } catch (RuntimeException e) {
+            agent.stop();
+            throw e;
+        }
+        LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), nodeId,
+                config.datacenter(), config.clientAddr(), agent.httpPort, agent.activeNames());
+        return agent;
+    }
+
+    private void startPlugins() {
+        StorageProvider storageProvider = registry.require(Spi.STORAGE, StorageProvider.class);
+        storage = await(vertx.executeBlocking(() -> storageProvider.open(contextFor(storageProvider.name()))));
+        RemovalPolicyProvider policyProvider = registry.require(Spi.REMOVAL_POLICY, RemovalPolicyProvider.class);
+        removalPolicy = policyProvider.create(contextFor(policyProvider.name()));
+        MembershipProvider membershipProvider = registry.require(Spi.MEMBERSHIP, MembershipProvider.class);
+        Map<String, String> tags = new LinkedHashMap<>();
+        tags.put(MemberTags.ROLE, MemberTags.ROLE_SERVER);
+        tags.put(MemberTags.NODE_ID, identity.nodeId());
+        tags.put(MemberTags.RAFT_ADDRESS, identity.raftAddress());
+        tags.put(MemberTags.DATACENTER, config.datacenter());
+        tags.put(MemberTags.VERSION, identity.version());
+        tags.put(MemberTags.BOOTSTRAP_EXPECT, Integer.toString(config.bootstrapExpect()));
+        MembershipSettings settings = new MembershipSettings(config.bindAddr(), config.ports().serfLan(), tags,
+                config.retryJoin(), config.staticServers());
+        SimplePluginContext membershipContext = contextFor(membershipProvider.name());
+        membership = await(Future.<Membership>future(promise -> membershipContext.context().runOnContext(ignored -> {
+            try {
+                promise.complete(membershipProvider.create(membershipContext, settings));
+            } catch (RuntimeException e) {
+                promise.fail(e);
+            }
+        })));
+        await(membership.start());
+    }
+
+    private SimplePluginContext contextFor(String providerName) {
+        Context context = vertx.getOrCreateContext();
+        Path folder = dataDir.resolve("plugins").resolve(providerName);
+        try {
+            Files.createDirectories(folder);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + folder + ": " + e.getMessage(), e);
+        }
+        return new SimplePluginContext(vertx, context, config.pluginSection(providerName), identity, folder, Optional.empty());
+    }
+
+    private Future<Integer> startHttp() {
+        http.route(HttpMethod.GET, "/v1/agent/self", request -> HttpApi.json(request, 200, self()));
+        http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
+        http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
+        return http.listen(vertx, config.clientAddr(), config.ports().http());
+    }
+
+    /** {@code /v1/agent/self}: Consul's {@code Config} and {@code Member}, plus the active provider of every SPI. */
+    JsonObject self() {
+        JsonObject plugins = new JsonObject();
+        for (Spi spi : Spi.values()) {
+            plugins.put(spi.key(), registry.active(spi).map(ProviderInfo::name).orElse(null));
+        }
+        return new JsonObject()
+                .put("Config", new JsonObject()
+                        .put("Datacenter", config.datacenter())
+                        .put("NodeName", config.nodeName())
+                        .put("NodeID", identity.nodeId())
+                        .put("Server", true)
+                        .put("Version", identity.version())
+                        .put("BootstrapExpect", config.bootstrapExpect())
+                        .put("DevMode", config.dev()))
+                .put("Member", memberJson(membership.local()))
+                .put("Plugins", plugins)
+                .put("Stats", new JsonObject().put("raft", new JsonObject().put("removal_policy", removalPolicy.name())));
+    }
+
+    /** {@code /v1/agent/plugins}: every provider found. */
+    JsonArray plugins() {
+        JsonArray array = new JsonArray();
+        for (ProviderInfo info : registry.all()) {
+            array.add(new JsonObject()
+                    .put("SPI", info.spi().key())
+                    .put("Name", info.name())
+                    .put("Priority", info.priority())
+                    .put("Module", info.module())
+                    .put("Version", info.version())
+                    .put("Origin", info.origin())
+                    .put("Active", registry.isActive(info))
+                    .put("Description", info.provider().description()));
+        }
+        return array;
+    }
+
+    private JsonArray members() {
+        JsonArray array = new JsonArray();
+        membership.members().forEach(member -> array.add(memberJson(member)));
+        return array;
+    }
+
+    private static JsonObject memberJson(io.conclave.api.membership.Member member) {
+        return new JsonObject()
+                .put("Name", member.name())
+                .put("Addr", member.address())
+                .put("Port", member.port())
+                .put("Tags", HttpApi.sorted(member.tags()))
+                .put("Status", member.status().consulCode());
+    }
+
+    private String activeNames() {
+        StringBuilder text = new StringBuilder();
+        for (Spi spi : Spi.values()) {
+            registry.active(spi).ifPresent(info -> text.append(text.length() == 0 ? "" : ", ")
+                    .append(spi.key()).append('=').append(info.name()));
+        }
+        return text.toString();
+    }
+
+    public int httpPort() {
+        return httpPort;
+    }
+
+    public String nodeId() {
+        return identity.nodeId();
+    }
+
+    public Path dataDir() {
+        return dataDir;
+    }
+
+    /** Stops the agent: HTTP, membership, storage, Vert.x; idempotent. */
+    public synchronized void stop() {
+        if (stopped) {
+            return;
+        }
+        stopped = true;
+        LOG.info("agent stopping");
+        try {
+            await(http.close());
+            if (membership != null) {
+                await(membership.stop());
+            }
+            if (storage != null) {
+                await(vertx.executeBlocking(() -> {
+                    storage.close();
+                    return null;
+                }));
+            }
+        } finally {
+            await(vertx.close());
+            if (temporaryDataDir) {
+                deleteRecursively(dataDir);
+            }
+        }
+        LOG.info("agent stopped");
+    }
+
+    @Override
+    public void close() {
+        stop();
+    }
+
+    private static <T> T await(Future<T> future) {
+        try {
+            return future.toCompletionStage().toCompletableFuture().get(START_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IllegalStateException(cause.getMessage(), cause);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("no answer within " + START_TIMEOUT_SECONDS + " s", e);
+        }
+    }
+
+    private static void deleteRecursively(Path root) {
+        try (Stream<Path> walk = Files.walk(root)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            LOG.warn("could not delete temporary data folder {}: {}", root, e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package io.conclave.engine.raft.agent;
+
+import io.conclave.api.storage.StorageException;
+import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.config.ConfigException;
+import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.plugins.PluginException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * Starts an agent from the command line's choices and runs it until the process is told to stop
+ * (SIGTERM or SIGINT), turning start-up errors into a message and an exit code.
+ */
+public final class AgentLauncher {
+
+    /** Exit code of a clean stop. */
+    public static final int EXIT_OK = 0;
+    /** Exit code when the configuration or the plugins are wrong: nothing was written. */
+    public static final int EXIT_CONFIGURATION = 2;
+    /** Exit code when the agent could not start for another reason (a port in use, storage failure). */
+    public static final int EXIT_START_FAILED = 1;
+
+    private AgentLauncher() {
+    }
+
+    /** Loads the configuration ({@code configFile}, {@code -dev}, or both: the file then overrides). */
+    public static ConclaveConfig loadConfig(Path configFile, boolean dev) {
+        if (configFile == null) {
+            if (!dev) {
+                throw new ConfigException(null, "no configuration: give -config-file <file>, or -dev for a development server");
+            }
+            return ConfigLoader.dev();
+        }
+        return ConfigLoader.load(configFile, dev);
+    }
+
+    /**
+     * Runs an agent until the JVM is asked to stop; returns the exit code for a start-up failure, or
+     * {@link #EXIT_OK} after a clean stop.
+     */
+    public static int run(Path configFile, boolean dev, Path pluginsDir, PrintStream err) {
+        Agent agent;
+        try {
+            ConclaveConfig config = loadConfig(configFile, dev);
+            agent = Agent.start(config, pluginsDir);
+        } catch (ConfigException e) {
+            err.println("conclave: configuration error: " + e.getMessage());
+            return EXIT_CONFIGURATION;
+        } catch (PluginException e) {
+            err.println("conclave: plugin error: " + e.getMessage());
+            return EXIT_CONFIGURATION;
+        } catch (StorageException | UncheckedIOException | IllegalStateException e) {
+            err.println("conclave: the agent could not start: " + e.getMessage());
+            return EXIT_START_FAILED;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            agent.stop();
+            stopped.countDown();
+        }, "conclave-shutdown"));
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return EXIT_OK;
+    }
+}

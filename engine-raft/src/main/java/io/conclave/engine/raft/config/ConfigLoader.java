@@ -1,0 +1,252 @@
+package io.conclave.engine.raft.config;
+
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Pattern;
+
+/**
+ * Loads and validates the configuration file. Every rule is checked here, once, at start; a rule broken
+ * gives a {@link ConfigException} that names the key, the value and what is allowed. Nothing is written.
+ */
+public final class ConfigLoader {
+
+    public static final String DEFAULT_DATACENTER = "dc1";
+    public static final String DEFAULT_BIND_ADDR = "127.0.0.1";
+    public static final int DEFAULT_HTTP_PORT = 8500;
+    public static final int DEFAULT_SERVER_PORT = 8300;
+    public static final int DEFAULT_SERF_LAN_PORT = 8301;
+    public static final Duration DEFAULT_LEAVE_DRAIN_TIME = Duration.ofSeconds(5);
+    public static final Duration MAX_LEAVE_DRAIN_TIME = Duration.ofMinutes(10);
+    public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofMillis(100);
+    public static final Duration DEFAULT_ELECTION_TIMEOUT_MIN = Duration.ofMillis(1000);
+    public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(2000);
+    public static final long DEFAULT_SNAPSHOT_THRESHOLD = 8192;
+    public static final long DEFAULT_TRAILING_LOGS = 10240;
+    public static final Duration DEFAULT_LAST_CONTACT_THRESHOLD = Duration.ofMillis(200);
+    public static final long DEFAULT_MAX_TRAILING_LOGS = 250;
+    public static final Duration DEFAULT_SERVER_STABILIZATION_TIME = Duration.ofSeconds(10);
+    public static final int MAX_BOOTSTRAP_EXPECT = 9;
+    public static final int MAX_ADDRESSES = 64;
+
+    /** The SPIs whose provider {@code plugins.<key>} may name. */
+    public static final Set<String> PLUGIN_KEYS =
+            Set.of("membership", "storage", "removal_policy", "promoter", "autopilot", "state_machine");
+
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,62}");
+    private static final Pattern DATACENTER = Pattern.compile("[a-z0-9_-]{1,64}");
+    private static final Pattern PROVIDER_NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,62}");
+    private static final Pattern HOST_PORT = Pattern.compile("[A-Za-z0-9._\\-\\[\\]:]+:\\d{1,5}");
+    private static final List<String> LOG_LEVELS = List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR");
+
+    private ConfigLoader() {
+    }
+
+    /** Reads and validates a file. */
+    public static ConclaveConfig load(Path file, boolean dev) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(null, "configuration file " + file + " does not exist");
+        } catch (IOException e) {
+            throw new ConfigException(null, "cannot read configuration file " + file + ": " + e.getMessage());
+        }
+        return parse(text, dev, file.toString());
+    }
+
+    /** The {@code -dev} configuration: a single server, temporary storage, default ports. */
+    public static ConclaveConfig dev() {
+        return parse("{}", true, "-dev");
+    }
+
+    /** Validates JSON text; {@code source} names it in messages. */
+    public static ConclaveConfig parse(String text, boolean dev, String source) {
+        JsonObject root;
+        try {
+            root = new JsonObject(text);
+        } catch (DecodeException e) {
+            throw new ConfigException(null, source + " is not valid JSON: " + firstLine(e.getMessage()));
+        } catch (ClassCastException e) {
+            throw new ConfigException(null, source + " must hold one JSON object");
+        }
+        return read(new JsonReader(root, ""), dev);
+    }
+
+    private static ConclaveConfig read(JsonReader json, boolean dev) {
+        String nodeName = json.string("node_name", defaultNodeName());
+        check(NAME.matcher(nodeName).matches(), json.path("node_name"), nodeName,
+                "letters, digits, '_', '.', '-', at most 63 characters");
+        Optional<String> nodeId = Optional.ofNullable(json.string("node_id", null));
+        nodeId.ifPresent(id -> checkUuid(json.path("node_id"), id));
+        String datacenter = json.string("datacenter", DEFAULT_DATACENTER);
+        check(DATACENTER.matcher(datacenter).matches(), json.path("datacenter"), datacenter,
+                "lower-case letters, digits, '_' and '-', at most 64 characters");
+        String dataDirText = json.string("data_dir", null);
+        if (dataDirText == null && !dev) {
+            throw new ConfigException("data_dir", "missing: a server needs a data folder (or run with -dev)");
+        }
+        if (dataDirText != null && dataDirText.isBlank()) {
+            throw new ConfigException("data_dir", "value \"\" is empty: a folder path is required");
+        }
+        boolean server = json.bool("server", true);
+        if (!server) {
+            throw new ConfigException("server", "value false is not supported: Conclave agents are servers (allowed: true)");
+        }
+        int bootstrapExpect = (int) json.integer("bootstrap_expect", dev ? 1 : 0, 0, MAX_BOOTSTRAP_EXPECT);
+        if (dev && bootstrapExpect != 1) {
+            throw new ConfigException("bootstrap_expect", "value " + bootstrapExpect + " conflicts with -dev, which runs one server (allowed: 1)");
+        }
+        String bindAddr = json.string("bind_addr", DEFAULT_BIND_ADDR);
+        checkAddress(json.path("bind_addr"), bindAddr);
+        String clientAddr = json.string("client_addr", DEFAULT_BIND_ADDR);
+        checkAddress(json.path("client_addr"), clientAddr);
+        ConclaveConfig.Ports ports = readPorts(json.object("ports"));
+        List<String> retryJoin = json.strings("retry_join", MAX_ADDRESSES);
+        List<String> staticServers = json.strings("static_servers", MAX_ADDRESSES);
+        for (int i = 0; i < staticServers.size(); i++) {
+            check(HOST_PORT.matcher(staticServers.get(i)).matches(), json.path("static_servers") + "[" + i + "]",
+                    staticServers.get(i), "host:port of a server's Raft service");
+        }
+        Duration leaveDrainTime = json.duration("leave_drain_time", DEFAULT_LEAVE_DRAIN_TIME, Duration.ZERO, MAX_LEAVE_DRAIN_TIME);
+        boolean leaveOnTerminate = json.bool("leave_on_terminate", false);
+        ConclaveConfig.Raft raft = readRaft(json.object("raft"));
+        ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
+        Map<String, String> plugins = readPlugins(json.object("plugins"));
+        Map<String, JsonObject> pluginConfig = readPluginConfig(json);
+        String pluginsDirText = json.string("plugins_dir", null);
+        String logLevel = json.string("log_level", "INFO").toUpperCase(java.util.Locale.ROOT);
+        check(LOG_LEVELS.contains(logLevel), json.path("log_level"), logLevel, String.join(", ", LOG_LEVELS));
+        json.finish();
+        Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
+        return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, plugins,
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
+    }
+
+    private static ConclaveConfig.Ports readPorts(JsonReader json) {
+        int http = (int) json.integer("http", DEFAULT_HTTP_PORT, 0, 65535);
+        int server = (int) json.integer("server", DEFAULT_SERVER_PORT, 0, 65535);
+        int serfLan = (int) json.integer("serf_lan", DEFAULT_SERF_LAN_PORT, 0, 65535);
+        json.finish();
+        if (http != 0 && (http == server || http == serfLan)) {
+            throw new ConfigException("ports.http", "value " + http + " is also used by another port: each port must differ (or be 0)");
+        }
+        if (server != 0 && server == serfLan) {
+            throw new ConfigException("ports.server", "value " + server + " is also ports.serf_lan: each port must differ (or be 0)");
+        }
+        return new ConclaveConfig.Ports(http, server, serfLan);
+    }
+
+    private static ConclaveConfig.Raft readRaft(JsonReader json) {
+        Duration heartbeat = json.duration("heartbeat_interval", DEFAULT_HEARTBEAT_INTERVAL,
+                Duration.ofMillis(5), Duration.ofSeconds(10));
+        Duration electionMin = json.duration("election_timeout_min", DEFAULT_ELECTION_TIMEOUT_MIN,
+                Duration.ofMillis(20), Duration.ofMinutes(1));
+        Duration electionMax = json.duration("election_timeout_max", DEFAULT_ELECTION_TIMEOUT_MAX,
+                Duration.ofMillis(21), Duration.ofMinutes(2));
+        long snapshotThreshold = json.integer("snapshot_threshold", DEFAULT_SNAPSHOT_THRESHOLD, 16, 100_000_000);
+        long trailingLogs = json.integer("trailing_logs", DEFAULT_TRAILING_LOGS, 0, 100_000_000);
+        json.finish();
+        if (electionMax.compareTo(electionMin) <= 0) {
+            throw new ConfigException("raft.election_timeout_max", "value \"" + Durations.format(electionMax)
+                    + "\" must be above raft.election_timeout_min (\"" + Durations.format(electionMin) + "\")");
+        }
+        if (heartbeat.multipliedBy(2).compareTo(electionMin) > 0) {
+            throw new ConfigException("raft.heartbeat_interval", "value \"" + Durations.format(heartbeat)
+                    + "\" must be at most half of raft.election_timeout_min (\"" + Durations.format(electionMin) + "\")");
+        }
+        if (electionMin.toMillis() % heartbeat.toMillis() != 0 || electionMax.toMillis() % heartbeat.toMillis() != 0) {
+            throw new ConfigException("raft.heartbeat_interval", "value \"" + Durations.format(heartbeat)
+                    + "\" must divide raft.election_timeout_min and raft.election_timeout_max (the core counts in heartbeat ticks)");
+        }
+        return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs);
+    }
+
+    private static ConclaveConfig.Autopilot readAutopilot(JsonReader json) {
+        boolean cleanup = json.bool("cleanup_dead_servers", true);
+        Duration lastContact = json.duration("last_contact_threshold", DEFAULT_LAST_CONTACT_THRESHOLD,
+                Duration.ofMillis(10), Duration.ofMinutes(10));
+        long maxTrailing = json.integer("max_trailing_logs", DEFAULT_MAX_TRAILING_LOGS, 0, 100_000_000);
+        long minQuorum = json.integer("min_quorum", 0, 0, MAX_BOOTSTRAP_EXPECT);
+        Duration stabilization = json.duration("server_stabilization_time", DEFAULT_SERVER_STABILIZATION_TIME,
+                Duration.ZERO, Duration.ofHours(1));
+        json.finish();
+        return new ConclaveConfig.Autopilot(cleanup, lastContact, maxTrailing, minQuorum, stabilization);
+    }
+
+    private static Map<String, String> readPlugins(JsonReader json) {
+        Map<String, String> plugins = new LinkedHashMap<>();
+        for (String key : PLUGIN_KEYS.stream().sorted().toList()) {
+            String name = json.string(key, null);
+            if (name != null) {
+                check(PROVIDER_NAME.matcher(name).matches(), json.path(key), name,
+                        "a provider name: lower-case letters, digits and '-'");
+                plugins.put(key, name);
+            }
+        }
+        json.finish();
+        return plugins;
+    }
+
+    private static Map<String, JsonObject> readPluginConfig(JsonReader json) {
+        JsonObject raw = json.rawObject("plugin_config");
+        Map<String, JsonObject> sections = new LinkedHashMap<>();
+        for (String name : raw.fieldNames()) {
+            if (!(raw.getValue(name) instanceof JsonObject section)) {
+                throw new ConfigException("plugin_config." + name, "value has the wrong type: expected an object");
+            }
+            sections.put(name, section);
+        }
+        return sections;
+    }
+
+    private static void check(boolean ok, String key, Object value, String allowed) {
+        if (!ok) {
+            throw new ConfigException(key, "value \"" + value + "\" is not allowed: " + allowed);
+        }
+    }
+
+    private static void checkUuid(String key, String id) {
+        try {
+            UUID parsed = UUID.fromString(id);
+            check(parsed.toString().equals(id.toLowerCase(java.util.Locale.ROOT)), key, id, "a UUID");
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(key, "value \"" + id + "\" is not allowed: a UUID such as 0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11");
+        }
+    }
+
+    private static void checkAddress(String key, String address) {
+        check(!address.isBlank() && address.chars().noneMatch(Character::isWhitespace), key, address,
+                "an IP address or a host name");
+    }
+
+    private static String defaultNodeName() {
+        try {
+            String host = InetAddress.getLocalHost().getHostName();
+            int dot = host.indexOf('.');
+            String name = dot > 0 ? host.substring(0, dot) : host;
+            return NAME.matcher(name).matches() ? name : "conclave";
+        } catch (UnknownHostException e) {
+            return "conclave";
+        }
+    }
+
+    private static String firstLine(String message) {
+        int newline = message.indexOf('\n');
+        return newline < 0 ? message : message.substring(0, newline);
+    }
+}

@@ -1,0 +1,30 @@
+/**
+ * The Conclave engine: the Raft core, the node runtime, plugin discovery and assembly, and the HTTP API.
+ *
+ * <p>It never imports a plugin: it finds them with {@link java.util.ServiceLoader}, in the boot layer and in
+ * child layers built from the {@code plugins/} folder. Its built-in providers have the lowest priority.
+ */
+module io.conclave.engine.raft {
+    requires transitive io.conclave.api;
+    requires io.vertx.core;
+    requires org.slf4j;
+
+    exports io.conclave.engine.raft.agent to io.conclave.cli;
+    exports io.conclave.engine.raft.config to io.conclave.cli;
+    exports io.conclave.engine.raft.plugins to io.conclave.cli;
+    exports io.conclave.engine.raft.builtin;
+
+    uses io.conclave.api.membership.MembershipProvider;
+    uses io.conclave.api.storage.StorageProvider;
+    uses io.conclave.api.policy.RemovalPolicyProvider;
+    uses io.conclave.api.autopilot.PromoterProvider;
+    uses io.conclave.api.autopilot.AutopilotProvider;
+    uses io.conclave.api.statemachine.StateMachineProvider;
+
+    provides io.conclave.api.membership.MembershipProvider
+            with io.conclave.engine.raft.builtin.StaticMembershipProvider;
+    provides io.conclave.api.storage.StorageProvider
+            with io.conclave.engine.raft.builtin.InMemoryStorageProvider;
+    provides io.conclave.api.policy.RemovalPolicyProvider
+            with io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+}
