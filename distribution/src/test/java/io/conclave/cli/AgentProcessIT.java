@@ -46,6 +46,21 @@ class AgentProcessIT {
     }
 
     @Test
+    void when_plugins_folder_is_empty_then_the_built_in_providers_run_the_agent(@TempDir Path work) throws Exception {
+        int port = AgentProcess.freePort();
+        Path config = work.resolve("agent.json");
+        Path emptyPlugins = Files.createDirectories(work.resolve("plugins"));
+        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + "}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
+                "-plugins-dir", emptyPlugins.toString())) {
+            JsonObject plugins = new JsonObject(agent.awaitGet(port, "/v1/agent/self")).getJsonObject("Plugins");
+            assertEquals("static", plugins.getString("membership"));
+            assertEquals("in-memory", plugins.getString("storage"));
+            assertEquals("shutdown-on-remove", plugins.getString("removal_policy"));
+        }
+    }
+
+    @Test
     void when_configuration_has_an_unknown_key_then_process_exits_non_zero_naming_it(@TempDir Path work) throws Exception {
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"raft\": {\"election_timeout\": \"1s\"}}");

@@ -64,11 +64,11 @@ class AgentTest {
             assertEquals(agent.nodeId(), body.getJsonObject("Config").getString("NodeID"));
             assertEquals("static", body.getJsonObject("Plugins").getString("membership"));
             assertEquals("in-memory", body.getJsonObject("Plugins").getString("storage"));
-            assertEquals("shutdown-on-remove", body.getJsonObject("Plugins").getString("removal_policy"));
+            assertEquals("auto", body.getJsonObject("Plugins").getString("removal_policy"), "autopilot is on the test module path");
 
             Response plugins = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/plugins");
             JsonArray list = new JsonArray(plugins.body());
-            assertEquals(3, list.size(), plugins.body());
+            assertEquals(5, list.size(), plugins.body());
             JsonObject first = list.getJsonObject(0);
             assertEquals("io.conclave.engine.raft", first.getString("Module"));
             assertEquals("boot", first.getString("Origin"));

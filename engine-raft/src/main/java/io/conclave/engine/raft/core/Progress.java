@@ -1,0 +1,139 @@
+package io.conclave.engine.raft.core;
+
+import java.util.ArrayDeque;
+
+/**
+ * What a leader knows of one follower's log, and how it sends to it (etcd's Progress):
+ * <ul>
+ * <li>PROBE: one append at a time until the follower's match is found;
+ * <li>REPLICATE: appends pipelined optimistically, at most {@code maxInflight} unacknowledged;
+ * <li>SNAPSHOT: a snapshot is on its way; nothing else is sent until it is acknowledged.
+ * </ul>
+ */
+final class Progress {
+
+    enum State { PROBE, REPLICATE, SNAPSHOT }
+
+    final String id;
+    long match;
+    long next;
+    State state = State.PROBE;
+    /** In PROBE: an append was sent and not yet answered (or a heartbeat answer came since). */
+    boolean probeSent;
+    /** The snapshot index being sent, in SNAPSHOT. */
+    long pendingSnapshot;
+    /** Ticks since the snapshot was sent, to retry a lost one. */
+    int snapshotElapsedTicks;
+    /** Heard from since the last check-quorum round. */
+    boolean recentActive;
+    /** Ticks since last heard from. */
+    int ticksSinceContact;
+    /** Highest read context it acknowledged. */
+    long readContextAcked;
+    /** The follower's commit index, from its last heartbeat answer. */
+    long followerCommit;
+    /** Last indexes of the appends in flight, oldest first. */
+    private final ArrayDeque<Long> inflight = new ArrayDeque<>();
+    private final int maxInflight;
+
+    Progress(String id, long next, int maxInflight) {
+        this.id = id;
+        this.next = next;
+        this.maxInflight = maxInflight;
+    }
+
+    boolean isPaused() {
+        return switch (state) {
+            case PROBE -> probeSent;
+            case REPLICATE -> inflight.size() >= maxInflight;
+            case SNAPSHOT -> true;
+        };
+    }
+
+    int inflightCount() {
+        return inflight.size();
+    }
+
+    void becomeProbe() {
+        if (state == State.SNAPSHOT) {
+            next = Math.max(match + 1, pendingSnapshot + 1);
+            pendingSnapshot = 0;
+        } else {
+            next = match + 1;
+        }
+        state = State.PROBE;
+        probeSent = false;
+        inflight.clear();
+    }
+
+    void becomeReplicate() {
+        state = State.REPLICATE;
+        next = match + 1;
+        probeSent = false;
+        inflight.clear();
+    }
+
+    void becomeSnapshot(long snapshotIndex) {
+        state = State.SNAPSHOT;
+        pendingSnapshot = snapshotIndex;
+        snapshotElapsedTicks = 0;
+        inflight.clear();
+    }
+
+    /** An append ending at {@code lastIndex} was sent. */
+    void sent(long lastIndex, int count) {
+        if (state == State.REPLICATE) {
+            if (count > 0) {
+                next = lastIndex + 1;
+                inflight.addLast(lastIndex);
+            }
+        } else if (state == State.PROBE) {
+            probeSent = true;
+        }
+    }
+
+    /**
+     * A heartbeat answer came while the pipeline is full: free the oldest slot, so that a follower whose
+     * appends were all lost (it restarted) is sent to again and its rejection moves us back to probing.
+     */
+    void freeFirstInflight() {
+        if (state == State.REPLICATE && !inflight.isEmpty()) {
+            inflight.removeFirst();
+        }
+    }
+
+    /** The follower has everything up to {@code index}; returns whether that is news. */
+    boolean updateMatch(long index) {
+        boolean updated = false;
+        if (index > match) {
+            match = index;
+            updated = true;
+            probeSent = false;
+        }
+        next = Math.max(next, index + 1);
+        while (!inflight.isEmpty() && inflight.peekFirst() <= index) {
+            inflight.removeFirst();
+        }
+        return updated;
+    }
+
+    /**
+     * An append at {@code rejected} was refused, the follower hinting {@code hint}; returns whether the
+     * rejection was news (not a stale answer) and {@code next} moved back.
+     */
+    boolean decreaseTo(long rejected, long hint) {
+        if (state == State.REPLICATE) {
+            if (rejected <= match) {
+                return false; // stale
+            }
+            next = match + 1;
+            return true;
+        }
+        if (next - 1 != rejected) {
+            return false; // stale: not the probe we sent
+        }
+        next = Math.max(Math.min(rejected, hint + 1), match + 1);
+        probeSent = false;
+        return true;
+    }
+}

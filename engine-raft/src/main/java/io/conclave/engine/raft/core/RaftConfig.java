@@ -1,0 +1,119 @@
+package io.conclave.engine.raft.core;
+
+import java.util.EnumSet;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The core's settings, in ticks (one tick is one heartbeat interval) and counts. Immutable; checked by
+ * {@link #validate()} in one place.
+ *
+ * @param electionTimeoutMinTicks  a follower campaigns after a random timeout in [min, max) ticks without a leader
+ * @param electionTimeoutMaxTicks  exclusive upper bound of that timeout
+ * @param heartbeatTicks           a leader sends heartbeats every this many ticks
+ * @param preVote                  campaign with a pre-vote first (thesis 9.6)
+ * @param checkQuorum              a leader that hears from no quorum within an election timeout steps down
+ * @param maxEntriesPerMessage     at most this many entries in one append
+ * @param maxBytesPerMessage       at most this many bytes of entries in one append (at least one entry is sent)
+ * @param maxInflightMessages      at most this many unacknowledged appends to one follower (pipelining window)
+ * @param maxUncommittedEntries    a leader refuses proposals while this many entries wait for commit
+ * @param maxHeldProposals         proposals held during a leadership transfer
+ * @param maxPendingReads          ReadIndex requests waiting for confirmation
+ * @param departedAckTicks         how long a leader keeps heart-beating a removed server that has not
+ *                                 acknowledged its removal
+ * @param unsafeBugs               deliberate bugs, for proving the simulator's checkers; empty in production
+ */
+public record RaftConfig(
+        int electionTimeoutMinTicks,
+        int electionTimeoutMaxTicks,
+        int heartbeatTicks,
+        boolean preVote,
+        boolean checkQuorum,
+        int maxEntriesPerMessage,
+        long maxBytesPerMessage,
+        int maxInflightMessages,
+        int maxUncommittedEntries,
+        int maxHeldProposals,
+        int maxPendingReads,
+        int departedAckTicks,
+        Set<UnsafeBug> unsafeBugs) {
+
+    public static final int DEFAULT_ELECTION_TIMEOUT_MIN_TICKS = 10;
+    public static final int DEFAULT_ELECTION_TIMEOUT_MAX_TICKS = 20;
+    public static final int DEFAULT_HEARTBEAT_TICKS = 1;
+    public static final int DEFAULT_MAX_ENTRIES_PER_MESSAGE = 512;
+    public static final long DEFAULT_MAX_BYTES_PER_MESSAGE = 1L << 20;
+    public static final int DEFAULT_MAX_INFLIGHT_MESSAGES = 64;
+    public static final int DEFAULT_MAX_UNCOMMITTED_ENTRIES = 16_384;
+    public static final int DEFAULT_MAX_HELD_PROPOSALS = 4096;
+    public static final int DEFAULT_MAX_PENDING_READS = 4096;
+    public static final int DEFAULT_DEPARTED_ACK_TICKS = 40;
+
+    /** Bugs the simulator's own tests switch on to show that the checkers catch them. */
+    public enum UnsafeBug {
+        /** Grant votes without comparing logs. */
+        GRANT_VOTE_WITHOUT_LOG_CHECK,
+        /** Commit by counting replicas of an entry of an older term (the thesis's figure 3.7). */
+        COMMIT_OLD_TERM_ENTRIES,
+        /** Let a new leader change the configuration before it committed an entry of its term (Ongaro, 2015). */
+        CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT
+    }
+
+    public RaftConfig {
+        Objects.requireNonNull(unsafeBugs, "unsafeBugs");
+        unsafeBugs = unsafeBugs.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(unsafeBugs));
+    }
+
+    /** Conclave's defaults (DESIGN.md "Default timing" with a 100 ms tick). */
+    public static RaftConfig defaults() {
+        return new RaftConfig(DEFAULT_ELECTION_TIMEOUT_MIN_TICKS, DEFAULT_ELECTION_TIMEOUT_MAX_TICKS,
+                DEFAULT_HEARTBEAT_TICKS, true, true, DEFAULT_MAX_ENTRIES_PER_MESSAGE, DEFAULT_MAX_BYTES_PER_MESSAGE,
+                DEFAULT_MAX_INFLIGHT_MESSAGES, DEFAULT_MAX_UNCOMMITTED_ENTRIES, DEFAULT_MAX_HELD_PROPOSALS,
+                DEFAULT_MAX_PENDING_READS, DEFAULT_DEPARTED_ACK_TICKS, Set.of());
+    }
+
+    public RaftConfig withUnsafeBugs(Set<UnsafeBug> bugs) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxPendingReads, departedAckTicks, bugs);
+    }
+
+    public RaftConfig withPreVote(boolean enabled) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, enabled, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxPendingReads, departedAckTicks, unsafeBugs);
+    }
+
+    public RaftConfig withMessageLimits(int maxEntries, long maxBytes, int maxInflight) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
+                maxEntries, maxBytes, maxInflight, maxUncommittedEntries, maxHeldProposals,
+                maxPendingReads, departedAckTicks, unsafeBugs);
+    }
+
+    public boolean has(UnsafeBug bug) {
+        return unsafeBugs.contains(bug);
+    }
+
+    /** Checks every rule; throws {@link IllegalArgumentException} naming the setting and the allowed range. */
+    public RaftConfig validate() {
+        require(heartbeatTicks >= 1, "heartbeatTicks", heartbeatTicks, "at least 1");
+        require(electionTimeoutMinTicks >= 2 * heartbeatTicks, "electionTimeoutMinTicks", electionTimeoutMinTicks,
+                "at least twice heartbeatTicks (" + heartbeatTicks + ")");
+        require(electionTimeoutMaxTicks > electionTimeoutMinTicks, "electionTimeoutMaxTicks", electionTimeoutMaxTicks,
+                "above electionTimeoutMinTicks (" + electionTimeoutMinTicks + ")");
+        require(maxEntriesPerMessage >= 1 && maxEntriesPerMessage <= 65_536, "maxEntriesPerMessage", maxEntriesPerMessage, "1 to 65536");
+        require(maxBytesPerMessage >= 1024, "maxBytesPerMessage", maxBytesPerMessage, "at least 1024");
+        require(maxInflightMessages >= 1 && maxInflightMessages <= 4096, "maxInflightMessages", maxInflightMessages, "1 to 4096");
+        require(maxUncommittedEntries >= 1, "maxUncommittedEntries", maxUncommittedEntries, "at least 1");
+        require(maxHeldProposals >= 0, "maxHeldProposals", maxHeldProposals, "at least 0");
+        require(maxPendingReads >= 1, "maxPendingReads", maxPendingReads, "at least 1");
+        require(departedAckTicks >= 1, "departedAckTicks", departedAckTicks, "at least 1");
+        return this;
+    }
+
+    private static void require(boolean ok, String name, long value, String allowed) {
+        if (!ok) {
+            throw new IllegalArgumentException("raft " + name + " = " + value + ": allowed " + allowed);
+        }
+    }
+}

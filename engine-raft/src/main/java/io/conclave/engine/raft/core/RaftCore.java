@@ -1,0 +1,1216 @@
+package io.conclave.engine.raft.core;
+
+import io.conclave.api.policy.RemovalAction;
+import io.conclave.api.policy.RemovalContext;
+import io.conclave.api.policy.ServerRemovalPolicy;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.api.storage.LogEntry;
+import io.conclave.api.storage.SnapshotMeta;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * The Raft state machine of one server: no I/O, no threads, no clock. It takes messages ({@link #step}),
+ * ticks ({@link #tick}), proposals, configuration changes and reads, and returns in a {@link Ready} what
+ * to persist, send and apply; the driver acknowledges each Ready with {@link #advance}.
+ *
+ * <p>It implements pre-vote, check-quorum, leader stickiness, the configuration check on votes (refused to
+ * a non-voter unless its log is more up to date), batched and pipelined replication, snapshots,
+ * one-at-a-time membership changes (none before the leader has committed an entry of its term), leadership
+ * transfer, ReadIndex reads, and the removal flow of DESIGN.md: a server whose removal committed asks the
+ * {@link ServerRemovalPolicy} whether to shut down or stay as a non-member follower.
+ *
+ * <p>Not thread-safe: one node's core is driven from one thread (its event loop, or the simulator).
+ */
+public final class RaftCore {
+
+    /** At most this many committed entries per Ready. */
+    public static final int MAX_APPLY_BATCH = 4096;
+
+    private record HeldProposal(long requestId, byte[] data) {
+    }
+
+    private record PendingRead(long requestId, long index, long context) {
+    }
+
+    private final String id;
+    private final RaftConfig config;
+    private final Random random;
+    private final ServerRemovalPolicy removalPolicy;
+    private final RaftLog log = new RaftLog();
+    private final RaftMetrics metrics = new RaftMetrics();
+
+    private long term;
+    private String votedFor;
+    private String leaderId;
+    private Role role = Role.FOLLOWER;
+    private boolean hardStateChanged;
+    private int electionElapsed;
+    private int heartbeatElapsed;
+    private int randomizedElectionTimeout;
+    private final Map<String, Boolean> votes = new HashMap<>();
+
+    private final Map<String, Progress> progress = new LinkedHashMap<>();
+    private final Map<String, Integer> departing = new HashMap<>();
+    private boolean broadcastPending;
+    private boolean leaving;
+    private String transferTarget;
+    private int transferElapsed;
+    private final Set<String> transferTried = new HashSet<>();
+    private final ArrayDeque<HeldProposal> held = new ArrayDeque<>();
+    private final ArrayDeque<PendingRead> pendingReads = new ArrayDeque<>();
+    private final ArrayDeque<Long> readsAwaitingCommit = new ArrayDeque<>();
+    private long readContext;
+
+    /** Whether a committed configuration has ever held this server. */
+    private boolean memberOfCommitted;
+    /** This server acted on its committed removal (and tells the leader in its answers). */
+    private boolean departed;
+    /** The last committed configuration that held this server: the "before" of a removal. */
+    private ClusterConfiguration lastMemberConfiguration = ClusterConfiguration.EMPTY;
+    private long lastMemberConfigurationIndex;
+    private ClusterConfiguration lastCommittedConfiguration = ClusterConfiguration.EMPTY;
+    private long lastCommittedConfigurationIndex;
+
+    private final List<Message> outbox = new ArrayList<>();
+    private final List<CoreEvent> events = new ArrayList<>();
+    private final List<ReadState> readStates = new ArrayList<>();
+    private final List<ProposalOutcome> outcomes = new ArrayList<>();
+    private SnapshotMeta snapshotToInstall;
+    private Ready outstanding;
+
+    public RaftCore(String id, RaftConfig config, Random random, ServerRemovalPolicy removalPolicy) {
+        this.id = Objects.requireNonNull(id, "id");
+        this.config = config.validate();
+        this.random = Objects.requireNonNull(random, "random");
+        this.removalPolicy = Objects.requireNonNull(removalPolicy, "removalPolicy");
+        resetElectionTimeout();
+    }
+
+    // ---------------------------------------------------------------- start
+
+    /**
+     * Restores the state read from storage after a restart: term and vote, the last snapshot (or
+     * {@code null}), and the entries after it. Call before anything else.
+     */
+    public void restore(long storedTerm, String storedVote, SnapshotMeta snapshot, List<LogEntry> entries) {
+        if (log.lastIndex() != 0 || term != 0) {
+            throw new IllegalStateException("restore on a core that already has state");
+        }
+        term = storedTerm;
+        votedFor = storedVote;
+        if (snapshot != null) {
+            log.restore(snapshot);
+        }
+        for (LogEntry entry : entries) {
+            log.append(entry);
+        }
+        log.unpersistedFrom = log.lastIndex() + 1;
+        log.persisted = log.lastIndex();
+        noteCommittedConfiguration(false);
+        // A server restarted after its removal must not act on that old removal again (it may be rejoining);
+        // one restarted as a member acts only on a removal that comes after its latest configuration.
+        memberOfCommitted = log.latestConfiguration().contains(id);
+        if (memberOfCommitted) {
+            lastMemberConfiguration = log.latestConfiguration();
+            lastMemberConfigurationIndex = log.latestConfigurationIndex();
+        }
+    }
+
+    /**
+     * Bootstraps a new cluster with {@code initial} as its first configuration, at index 1 of term 1. Every
+     * bootstrapping server must use the same configuration. Only on a server with no state at all.
+     */
+    public void bootstrap(ClusterConfiguration initial) {
+        if (log.lastIndex() != 0 || term != 0) {
+            throw new IllegalStateException("bootstrap on a server that has Raft state");
+        }
+        if (initial.voterCount() == 0) {
+            throw new IllegalArgumentException("a bootstrap configuration needs at least one voter");
+        }
+        term = 1;
+        hardStateChanged = true;
+        log.append(new LogEntry(1, 1, LogEntry.Type.CONFIGURATION, ConfigurationCodec.encode(initial)));
+        log.commitTo(1);
+        noteCommittedConfiguration(true);
+    }
+
+    // ---------------------------------------------------------------- inputs
+
+    /** One tick: a heartbeat interval has passed. */
+    public void tick() {
+        switch (role) {
+            case LEADER -> tickLeader();
+            case SHUTDOWN -> { }
+            default -> tickElection();
+        }
+    }
+
+    /** Handles a message from another server. */
+    public void step(Message message) {
+        if (role == Role.SHUTDOWN || !message.to().equals(id) || message.from().equals(id)) {
+            return;
+        }
+        if (message.term() > term) {
+            if (!stepHigherTerm(message)) {
+                return;
+            }
+        } else if (message.term() < term) {
+            stepLowerTerm(message);
+            return;
+        }
+        switch (message.type()) {
+            case PRE_VOTE, VOTE -> handleVoteRequest(message);
+            case PRE_VOTE_RESPONSE, VOTE_RESPONSE -> handleVoteResponse(message);
+            case APPEND -> handleAppend(message);
+            case HEARTBEAT -> handleHeartbeat(message);
+            case INSTALL_SNAPSHOT -> handleSnapshot(message);
+            case TIMEOUT_NOW -> handleTimeoutNow(message);
+            case APPEND_RESPONSE -> handleAppendResponse(message);
+            case HEARTBEAT_RESPONSE -> handleHeartbeatResponse(message);
+        }
+    }
+
+    /**
+     * Proposes a command. Returns at once whether it was appended (and where), held during a leadership
+     * transfer, or refused.
+     */
+    public ProposalOutcome propose(long requestId, byte[] data) {
+        ProposalOutcome refusal = refuseUnlessLeader(requestId);
+        if (refusal != null) {
+            return refusal;
+        }
+        if (transferTarget != null) {
+            if (held.size() >= config.maxHeldProposals()) {
+                return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.OVERLOADED, id);
+            }
+            held.addLast(new HeldProposal(requestId, data));
+            return new ProposalOutcome.Held(requestId);
+        }
+        if (log.lastIndex() - log.committed >= config.maxUncommittedEntries()) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.OVERLOADED, id);
+        }
+        return appendCommand(requestId, data);
+    }
+
+    /** Proposes a membership change; one at a time, and only once the leader committed an entry of its term. */
+    public ProposalOutcome proposeConfigChange(long requestId, ConfigChange change) {
+        ProposalOutcome refusal = refuseUnlessLeader(requestId);
+        if (refusal != null) {
+            return refusal;
+        }
+        boolean ownTermCommitted = committedInCurrentTerm() || config.has(RaftConfig.UnsafeBug.CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT);
+        if (transferTarget != null || log.latestConfigurationIndex() > log.committed || !ownTermCommitted) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.CONFIGURATION_CHANGE_IN_PROGRESS, id);
+        }
+        ClusterConfiguration next = applyChange(log.latestConfiguration(), change);
+        if (next == null) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.INVALID_CHANGE, id);
+        }
+        LogEntry entry = new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.CONFIGURATION, ConfigurationCodec.encode(next));
+        log.append(entry);
+        configurationChanged();
+        broadcastPending = true;
+        return new ProposalOutcome.Appended(requestId, entry.index(), term);
+    }
+
+    /**
+     * Asks for a linearizable read (ReadIndex, thesis 6.4). A {@link ReadState} with this id comes in a later
+     * Ready once a quorum confirmed this server still leads; serve the read once that index is applied.
+     */
+    public ProposalOutcome readIndex(long requestId) {
+        ProposalOutcome refusal = refuseUnlessLeader(requestId);
+        if (refusal != null) {
+            return refusal;
+        }
+        if (pendingReads.size() + readsAwaitingCommit.size() >= config.maxPendingReads()) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.OVERLOADED, id);
+        }
+        if (!committedInCurrentTerm()) {
+            readsAwaitingCommit.addLast(requestId);
+        } else {
+            startRead(requestId);
+        }
+        return new ProposalOutcome.Held(requestId);
+    }
+
+    /**
+     * Hands leadership to {@code target}, or to the most up-to-date voter when {@code null}. Returns false
+     * when this server does not lead or there is no other voter.
+     */
+    public boolean transferLeadership(String target) {
+        if (role != Role.LEADER || transferTarget != null) {
+            return false;
+        }
+        String chosen = target != null ? target : bestTransferTarget();
+        if (chosen == null || chosen.equals(id) || !log.latestConfiguration().isVoter(chosen)) {
+            return false;
+        }
+        startTransfer(chosen);
+        return true;
+    }
+
+    /**
+     * This server leaves: it never campaigns again and refuses TimeoutNow. A leader with other voters
+     * hands leadership over first, trying the next best voter when a transfer fails, and removes itself
+     * when every transfer failed.
+     */
+    public void leave() {
+        if (leaving) {
+            return;
+        }
+        leaving = true;
+        if (role == Role.LEADER) {
+            continueLeaderLeave();
+        }
+    }
+
+    /**
+     * The driver took a snapshot of the state machine at {@code meta.lastIndex()} (made durable): the log
+     * may drop entries up to {@code compactTo}, keeping the trailing ones for slow followers.
+     */
+    public void snapshotTaken(SnapshotMeta meta, long compactTo) {
+        if (meta.lastIndex() > log.appliedHandedOut) {
+            throw new IllegalArgumentException("snapshot at " + meta.lastIndex() + " is past the applied index " + log.appliedHandedOut);
+        }
+        log.compact(meta, compactTo);
+    }
+
+    // ---------------------------------------------------------------- outputs
+
+    public boolean hasReady() {
+        if (outstanding != null) {
+            return false;
+        }
+        return hardStateChanged || broadcastPending || !outbox.isEmpty() || !events.isEmpty() || !readStates.isEmpty()
+                || !outcomes.isEmpty() || snapshotToInstall != null || log.unpersistedFrom <= log.lastIndex()
+                || log.appliedHandedOut < Math.min(log.committed, log.unpersistedFrom - 1);
+    }
+
+    /** Collects what the driver must do now. Call {@link #advance} before the next call. */
+    public Ready ready() {
+        if (outstanding != null) {
+            throw new IllegalStateException("the previous Ready was not advanced");
+        }
+        if (broadcastPending && role == Role.LEADER) {
+            broadcastAppend();
+        }
+        broadcastPending = false;
+        Ready.HardState hardState = hardStateChanged ? new Ready.HardState(term, votedFor) : null;
+        List<LogEntry> toPersist = log.takeUnpersisted();
+        List<LogEntry> toApply = log.takeCommitted(MAX_APPLY_BATCH);
+        Ready ready = new Ready(hardState, toPersist, snapshotToInstall, List.copyOf(outbox), toApply,
+                List.copyOf(readStates), List.copyOf(outcomes), List.copyOf(events));
+        hardStateChanged = false;
+        snapshotToInstall = null;
+        outbox.clear();
+        readStates.clear();
+        outcomes.clear();
+        events.clear();
+        outstanding = ready;
+        return ready;
+    }
+
+    /** The driver did everything {@code ready} asked. */
+    public void advance(Ready ready) {
+        if (ready != outstanding) {
+            throw new IllegalStateException("advance of a Ready that is not the outstanding one");
+        }
+        outstanding = null;
+        if (!ready.entriesToPersist().isEmpty()) {
+            LogEntry last = ready.entriesToPersist().get(ready.entriesToPersist().size() - 1);
+            log.persistedTo(last.index(), last.term());
+            if (role == Role.LEADER) {
+                maybeCommit();
+            }
+        }
+        for (LogEntry entry : ready.committedEntries()) {
+            if (entry.type() == LogEntry.Type.COMMAND) {
+                metrics.proposalsCommitted++;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- state, read-only
+
+    public String id() {
+        return id;
+    }
+
+    public Role role() {
+        return role;
+    }
+
+    public long term() {
+        return term;
+    }
+
+    public String votedFor() {
+        return votedFor;
+    }
+
+    public String leaderId() {
+        return leaderId;
+    }
+
+    public long commitIndex() {
+        return log.committed;
+    }
+
+    public long lastIndex() {
+        return log.lastIndex();
+    }
+
+    public long lastTerm() {
+        return log.lastTerm();
+    }
+
+    public long firstIndex() {
+        return log.firstIndex();
+    }
+
+    /** The term of the entry at {@code index}, or -1 when not held. */
+    public long termAt(long index) {
+        return log.term(index);
+    }
+
+    /** The entry at {@code index}, or {@code null} when not held in memory. */
+    public LogEntry entryAt(long index) {
+        return log.entry(index);
+    }
+
+    public SnapshotMeta latestSnapshot() {
+        return log.snapshot();
+    }
+
+    public boolean isLeaving() {
+        return leaving;
+    }
+
+    public String transferTarget() {
+        return transferTarget;
+    }
+
+    /** The configuration in effect: the latest in the log, committed or not. */
+    public ClusterConfiguration configuration() {
+        return log.latestConfiguration();
+    }
+
+    public ClusterConfiguration committedConfiguration() {
+        return lastCommittedConfiguration;
+    }
+
+    /** The configuration as of {@code index}, and the index of its entry: for snapshot metadata. */
+    public ClusterConfiguration configurationAt(long index) {
+        return log.configurationAt(index);
+    }
+
+    public long configurationIndexAt(long index) {
+        return log.configurationIndexAt(index);
+    }
+
+    public RaftMetrics metrics() {
+        return metrics;
+    }
+
+    /** What the leader knows of a follower: match index and ticks since contact; {@code null} elsewhere. */
+    public long[] followerState(String follower) {
+        Progress pr = progress.get(follower);
+        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact};
+    }
+
+    // ---------------------------------------------------------------- roles
+
+    private boolean promotable() {
+        return !leaving && log.latestConfiguration().isVoter(id);
+    }
+
+    private void becomeFollower(long newTerm, String leader) {
+        Role previous = role;
+        boolean wasLeader = previous == Role.LEADER;
+        if (newTerm != term) {
+            term = newTerm;
+            votedFor = null;
+            hardStateChanged = true;
+        }
+        role = Role.FOLLOWER;
+        electionElapsed = 0;
+        heartbeatElapsed = 0;
+        resetElectionTimeout();
+        if (wasLeader) {
+            stopLeading(leader);
+        }
+        if (previous != Role.FOLLOWER || !Objects.equals(leaderId, leader)) {
+            leaderId = leader;
+            events.add(new CoreEvent.RoleChanged(role, term, leaderId));
+        }
+    }
+
+    private void stopLeading(String newLeader) {
+        for (HeldProposal proposal : held) {
+            outcomes.add(new ProposalOutcome.Refused(proposal.requestId(), ProposalOutcome.Reason.NOT_LEADER, newLeader));
+        }
+        held.clear();
+        for (PendingRead read : pendingReads) {
+            outcomes.add(new ProposalOutcome.Refused(read.requestId(), ProposalOutcome.Reason.NOT_LEADER, newLeader));
+        }
+        pendingReads.clear();
+        for (Long read : readsAwaitingCommit) {
+            outcomes.add(new ProposalOutcome.Refused(read, ProposalOutcome.Reason.NOT_LEADER, newLeader));
+        }
+        readsAwaitingCommit.clear();
+        progress.clear();
+        departing.clear();
+        transferTarget = null;
+        transferTried.clear();
+    }
+
+    private void becomePreCandidate() {
+        role = Role.PRE_CANDIDATE;
+        leaderId = null;
+        votes.clear();
+        metrics.preVotesStarted++;
+        events.add(new CoreEvent.PreVoteStarted(term + 1));
+        events.add(new CoreEvent.RoleChanged(role, term, null));
+    }
+
+    private void becomeCandidate(boolean transfer) {
+        role = Role.CANDIDATE;
+        term++;
+        votedFor = id;
+        hardStateChanged = true;
+        leaderId = null;
+        votes.clear();
+        electionElapsed = 0;
+        resetElectionTimeout();
+        metrics.electionsStarted++;
+        events.add(new CoreEvent.ElectionStarted(term, transfer));
+        events.add(new CoreEvent.RoleChanged(role, term, null));
+    }
+
+    private void becomeLeader() {
+        role = Role.LEADER;
+        leaderId = id;
+        electionElapsed = 0;
+        heartbeatElapsed = 0;
+        progress.clear();
+        departing.clear();
+        metrics.electionsWon++;
+        events.add(new CoreEvent.ElectionWon(term));
+        events.add(new CoreEvent.RoleChanged(role, term, id));
+        for (Server server : log.latestConfiguration().servers()) {
+            if (!server.id().equals(id)) {
+                progress.put(server.id(), newProgress(server.id()));
+            }
+        }
+        log.append(new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.NOOP, null));
+        broadcastPending = true;
+        if (leaving) {
+            continueLeaderLeave();
+        }
+    }
+
+    private Progress newProgress(String follower) {
+        Progress pr = new Progress(follower, log.lastIndex() + 1, config.maxInflightMessages());
+        pr.recentActive = true;
+        return pr;
+    }
+
+    private void resetElectionTimeout() {
+        randomizedElectionTimeout = config.electionTimeoutMinTicks()
+                + random.nextInt(config.electionTimeoutMaxTicks() - config.electionTimeoutMinTicks());
+    }
+
+    // ---------------------------------------------------------------- ticks
+
+    private void tickElection() {
+        electionElapsed++;
+        if (promotable() && electionElapsed >= randomizedElectionTimeout) {
+            electionElapsed = 0;
+            resetElectionTimeout();
+            campaign(config.preVote() ? CampaignKind.PRE_VOTE : CampaignKind.ELECTION);
+        }
+    }
+
+    private void tickLeader() {
+        heartbeatElapsed++;
+        electionElapsed++;
+        for (Progress pr : progress.values()) {
+            pr.ticksSinceContact++;
+            if (pr.state == Progress.State.SNAPSHOT && ++pr.snapshotElapsedTicks >= config.electionTimeoutMinTicks()) {
+                pr.becomeProbe(); // the snapshot or its answer was lost: try again
+            }
+        }
+        tickDeparting();
+        if (transferTarget != null && ++transferElapsed >= config.electionTimeoutMinTicks()) {
+            abortTransfer();
+        }
+        if (electionElapsed >= config.electionTimeoutMinTicks()) {
+            electionElapsed = 0;
+            if (config.checkQuorum() && !quorumRecentlyActive()) {
+                becomeFollower(term, null);
+                return;
+            }
+            progress.values().forEach(pr -> pr.recentActive = false);
+        }
+        if (heartbeatElapsed >= config.heartbeatTicks()) {
+            heartbeatElapsed = 0;
+            broadcastHeartbeat(readContext);
+        }
+        if (leaving && transferTarget == null) {
+            continueLeaderLeave();
+        }
+    }
+
+    private void tickDeparting() {
+        Iterator<Map.Entry<String, Integer>> iterator = departing.entrySet().iterator();
+        while (iterator.hasNext()) {
+            Map.Entry<String, Integer> entry = iterator.next();
+            entry.setValue(entry.getValue() + 1);
+            if (entry.getValue() >= config.departedAckTicks()) {
+                progress.remove(entry.getKey());
+                iterator.remove();
+            }
+        }
+    }
+
+    private boolean quorumRecentlyActive() {
+        List<Server> voters = log.latestConfiguration().voters();
+        int active = 0;
+        for (Server voter : voters) {
+            if (voter.id().equals(id)) {
+                active++;
+            } else {
+                Progress pr = progress.get(voter.id());
+                if (pr != null && pr.recentActive) {
+                    active++;
+                }
+            }
+        }
+        return active >= quorum(voters.size());
+    }
+
+    private static int quorum(int voters) {
+        return voters / 2 + 1;
+    }
+
+    // ---------------------------------------------------------------- elections
+
+    private enum CampaignKind { PRE_VOTE, ELECTION, TRANSFER }
+
+    private void campaign(CampaignKind kind) {
+        if (kind == CampaignKind.PRE_VOTE) {
+            becomePreCandidate();
+        } else {
+            becomeCandidate(kind == CampaignKind.TRANSFER);
+        }
+        boolean preVote = kind == CampaignKind.PRE_VOTE;
+        long requestTerm = preVote ? term + 1 : term;
+        votes.put(id, true);
+        if (countVotes() >= quorum(log.latestConfiguration().voterCount())) {
+            if (preVote) {
+                campaign(CampaignKind.ELECTION);
+            } else {
+                becomeLeader();
+            }
+            return;
+        }
+        MessageType type = preVote ? MessageType.PRE_VOTE : MessageType.VOTE;
+        for (Server voter : log.latestConfiguration().voters()) {
+            if (!voter.id().equals(id)) {
+                send(Message.of(type, id, voter.id(), requestTerm).withLog(log.lastIndex(), log.lastTerm())
+                        .withTransfer(kind == CampaignKind.TRANSFER));
+            }
+        }
+    }
+
+    private int countVotes() {
+        int granted = 0;
+        for (Map.Entry<String, Boolean> vote : votes.entrySet()) {
+            if (vote.getValue() && log.latestConfiguration().isVoter(vote.getKey())) {
+                granted++;
+            }
+        }
+        return granted;
+    }
+
+    private int countRefusals() {
+        int refused = 0;
+        for (Map.Entry<String, Boolean> vote : votes.entrySet()) {
+            if (!vote.getValue() && log.latestConfiguration().isVoter(vote.getKey())) {
+                refused++;
+            }
+        }
+        return refused;
+    }
+
+    /** Whether this server heard from a leader within the minimum election timeout (leader stickiness). */
+    private boolean inLeaderLease() {
+        return leaderId != null && electionElapsed < config.electionTimeoutMinTicks();
+    }
+
+    /** Returns whether to go on handling a message of a higher term. */
+    private boolean stepHigherTerm(Message message) {
+        MessageType type = message.type();
+        if (type.isVoteRequest() && !message.transfer() && inLeaderLease()) {
+            refuseVote(message, CoreEvent.RefusalReason.STICKINESS);
+            return false;
+        }
+        if (type == MessageType.PRE_VOTE) {
+            return true; // a pre-vote never changes our term
+        }
+        if (type == MessageType.PRE_VOTE_RESPONSE && !message.reject()) {
+            return true; // granted for the term we asked about
+        }
+        becomeFollower(message.term(), type.isFromLeader() ? message.from() : null);
+        return true;
+    }
+
+    private void stepLowerTerm(Message message) {
+        if (message.type() == MessageType.APPEND || message.type() == MessageType.HEARTBEAT) {
+            // Tell a stale leader about the new term, so that it steps down (etcd does the same with
+            // check-quorum or pre-vote: a partitioned node's pre-votes would otherwise never raise it).
+            send(Message.of(MessageType.APPEND_RESPONSE, id, message.from(), term));
+        } else if (message.type() == MessageType.PRE_VOTE) {
+            refuseVote(message, CoreEvent.RefusalReason.STALE_TERM);
+        }
+    }
+
+    private void handleVoteRequest(Message message) {
+        boolean preVote = message.type() == MessageType.PRE_VOTE;
+        boolean canVote = Objects.equals(votedFor, message.from())
+                || (votedFor == null && leaderId == null)
+                || (preVote && message.term() > term);
+        if (!canVote) {
+            refuseVote(message, CoreEvent.RefusalReason.ALREADY_VOTED);
+            return;
+        }
+        boolean candidateMoreUpToDate = log.isMoreUpToDate(message.logIndex(), message.logTerm());
+        if (!log.latestConfiguration().isVoter(message.from()) && !candidateMoreUpToDate) {
+            refuseVote(message, CoreEvent.RefusalReason.NOT_A_VOTER);
+            return;
+        }
+        boolean logOk = config.has(RaftConfig.UnsafeBug.GRANT_VOTE_WITHOUT_LOG_CHECK)
+                || log.isUpToDate(message.logIndex(), message.logTerm());
+        if (!logOk) {
+            refuseVote(message, CoreEvent.RefusalReason.STALE_LOG);
+            return;
+        }
+        MessageType responseType = preVote ? MessageType.PRE_VOTE_RESPONSE : MessageType.VOTE_RESPONSE;
+        send(Message.of(responseType, id, message.from(), message.term()));
+        if (!preVote) {
+            votedFor = message.from();
+            hardStateChanged = true;
+            electionElapsed = 0;
+        }
+    }
+
+    private void refuseVote(Message message, CoreEvent.RefusalReason reason) {
+        boolean preVote = message.type() == MessageType.PRE_VOTE;
+        metrics.refused(preVote, reason);
+        events.add(new CoreEvent.VoteRefused(message.from(), message.term(), preVote, reason));
+        MessageType responseType = preVote ? MessageType.PRE_VOTE_RESPONSE : MessageType.VOTE_RESPONSE;
+        send(Message.of(responseType, id, message.from(), term).withReject(true, 0));
+    }
+
+    private void handleVoteResponse(Message message) {
+        boolean preVote = message.type() == MessageType.PRE_VOTE_RESPONSE;
+        if ((preVote && role != Role.PRE_CANDIDATE) || (!preVote && role != Role.CANDIDATE)) {
+            return;
+        }
+        votes.putIfAbsent(message.from(), !message.reject());
+        int voters = log.latestConfiguration().voterCount();
+        if (countVotes() >= quorum(voters)) {
+            if (preVote) {
+                campaign(CampaignKind.ELECTION);
+            } else {
+                becomeLeader();
+            }
+        } else if (countRefusals() >= quorum(voters)) {
+            becomeFollower(term, null);
+        }
+    }
+
+    private void handleTimeoutNow(Message message) {
+        if (role != Role.FOLLOWER || !promotable()) {
+            return; // a leaving server, or a non-voter, refuses to take over
+        }
+        metrics.leadershipTransfers++;
+        campaign(CampaignKind.TRANSFER);
+    }
+
+    // ---------------------------------------------------------------- follower side of replication
+
+    private void heardFromLeader(Message message) {
+        electionElapsed = 0;
+        if (role != Role.FOLLOWER || !Objects.equals(leaderId, message.from())) {
+            becomeFollower(term, message.from());
+        }
+    }
+
+    private void handleAppend(Message message) {
+        heardFromLeader(message);
+        if (message.logIndex() < log.committed) {
+            send(appendResponse(message.from(), log.committed));
+            return;
+        }
+        long lastNew = log.appendFromLeader(message.logIndex(), message.logTerm(), message.entries());
+        if (lastNew < 0) {
+            long hintIndex = log.findConflictByTerm(message.logIndex(), message.logTerm());
+            send(Message.of(MessageType.APPEND_RESPONSE, id, message.from(), term)
+                    .withLog(message.logIndex(), Math.max(0, log.term(hintIndex)))
+                    .withReject(true, hintIndex).withCommit(log.committed));
+            return;
+        }
+        commitAsFollower(Math.min(message.commit(), lastNew), lastNew >= message.commit());
+        send(appendResponse(message.from(), lastNew)); // after the commit: it acknowledges it (and a removal)
+    }
+
+    private Message appendResponse(String to, long matched) {
+        return Message.of(MessageType.APPEND_RESPONSE, id, to, term).withLog(matched, 0).withCommit(log.committed)
+                .withDeparted(departed);
+    }
+
+    private void handleHeartbeat(Message message) {
+        heardFromLeader(message);
+        // logIndex carries the leader's own commit: caught up with it, this server may act on a removal
+        commitAsFollower(Math.min(message.commit(), log.lastIndex()), log.committed >= message.logIndex()
+                || Math.min(message.commit(), log.lastIndex()) >= message.logIndex());
+        send(Message.of(MessageType.HEARTBEAT_RESPONSE, id, message.from(), term)
+                .withContext(message.context()).withCommit(log.committed).withDeparted(departed));
+    }
+
+    private void handleSnapshot(Message message) {
+        heardFromLeader(message);
+        SnapshotMeta meta = message.snapshot();
+        if (meta == null) {
+            return;
+        }
+        if (meta.lastIndex() <= log.committed) {
+            send(appendResponse(message.from(), log.committed));
+            return;
+        }
+        if (log.matchTerm(meta.lastIndex(), meta.lastTerm())) {
+            send(appendResponse(message.from(), meta.lastIndex()));
+            commitAsFollower(meta.lastIndex(), false);
+            return;
+        }
+        log.restore(meta);
+        snapshotToInstall = meta;
+        send(appendResponse(message.from(), meta.lastIndex()));
+        noteCommittedConfiguration(false);
+    }
+
+    /** Commits up to {@code index}; {@code caughtUp} when that is all the leader has committed. */
+    private void commitAsFollower(long index, boolean caughtUp) {
+        if (index > log.committed) {
+            log.commitTo(index);
+        }
+        noteCommittedConfiguration(caughtUp);
+    }
+
+    // ---------------------------------------------------------------- leader side of replication
+
+    private void send(Message message) {
+        outbox.add(message);
+    }
+
+    private void broadcastAppend() {
+        for (Progress pr : progress.values()) {
+            sendAppend(pr, false);
+        }
+    }
+
+    private void broadcastHeartbeat(long context) {
+        for (Progress pr : progress.values()) {
+            send(Message.of(MessageType.HEARTBEAT, id, pr.id, term).withCommit(Math.min(pr.match, log.committed))
+                    .withLog(log.committed, 0).withContext(context));
+        }
+    }
+
+    /** Sends the next entries, or the snapshot, to one follower; returns whether anything was sent. */
+    private boolean sendAppend(Progress pr, boolean evenIfEmpty) {
+        if (pr.isPaused()) {
+            return false;
+        }
+        long previousIndex = pr.next - 1;
+        long previousTerm = log.term(previousIndex);
+        if (previousTerm < 0) {
+            return sendSnapshot(pr);
+        }
+        List<LogEntry> entries = log.slice(pr.next, config.maxEntriesPerMessage(), config.maxBytesPerMessage());
+        if (entries.isEmpty() && !evenIfEmpty && pr.state == Progress.State.REPLICATE) {
+            return false;
+        }
+        send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(previousIndex, previousTerm)
+                .withEntries(entries).withCommit(log.committed));
+        pr.sent(previousIndex + entries.size(), entries.size());
+        return true;
+    }
+
+    private boolean sendSnapshot(Progress pr) {
+        SnapshotMeta snapshot = log.snapshot();
+        if (snapshot == null) {
+            throw new IllegalStateException("entries before " + pr.next + " are compacted but no snapshot is recorded");
+        }
+        pr.becomeSnapshot(snapshot.lastIndex());
+        send(Message.of(MessageType.INSTALL_SNAPSHOT, id, pr.id, term).withSnapshot(snapshot));
+        return true;
+    }
+
+    private void handleAppendResponse(Message message) {
+        if (role != Role.LEADER) {
+            return;
+        }
+        Progress pr = progress.get(message.from());
+        if (pr == null) {
+            return;
+        }
+        markContact(pr, message);
+        if (message.reject()) {
+            if (pr.state == Progress.State.SNAPSHOT) {
+                pr.becomeProbe();
+            } else if (pr.decreaseTo(message.logIndex(), leaderHint(message))) {
+                if (pr.state == Progress.State.REPLICATE) {
+                    pr.becomeProbe();
+                }
+                sendAppend(pr, true);
+            }
+            return;
+        }
+        boolean wasPaused = pr.isPaused();
+        if (pr.updateMatch(message.logIndex())) {
+            if (pr.state == Progress.State.PROBE) {
+                pr.becomeReplicate();
+            } else if (pr.state == Progress.State.SNAPSHOT && pr.match >= pr.pendingSnapshot) {
+                pr.becomeProbe();
+                pr.becomeReplicate();
+            }
+            maybeCommit();
+            if (message.from().equals(transferTarget) && pr.match == log.lastIndex()) {
+                send(Message.of(MessageType.TIMEOUT_NOW, id, pr.id, term));
+            }
+        } else if (pr.state == Progress.State.SNAPSHOT && pr.match >= pr.pendingSnapshot) {
+            pr.becomeProbe();
+        }
+        if (wasPaused || pr.next <= log.lastIndex()) {
+            while (pr.next <= log.lastIndex() && sendAppend(pr, false)) {
+                if (pr.state != Progress.State.REPLICATE) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /** Where to probe after a rejection with a conflict hint (etcd's findConflictByTerm on the leader's log). */
+    private long leaderHint(Message message) {
+        long hint = message.rejectHint();
+        if (message.logTerm() > 0) {
+            hint = log.findConflictByTerm(hint, message.logTerm());
+        }
+        return hint;
+    }
+
+    private void handleHeartbeatResponse(Message message) {
+        if (role != Role.LEADER) {
+            return;
+        }
+        Progress pr = progress.get(message.from());
+        if (pr == null) {
+            return;
+        }
+        markContact(pr, message);
+        pr.probeSent = false;
+        if (pr.isPaused()) {
+            pr.freeFirstInflight();
+        }
+        if (pr.match < log.lastIndex() || pr.state == Progress.State.PROBE) {
+            sendAppend(pr, true);
+        }
+        if (message.context() > pr.readContextAcked) {
+            pr.readContextAcked = message.context();
+            releaseConfirmedReads();
+        }
+    }
+
+    private void markContact(Progress pr, Message message) {
+        pr.recentActive = true;
+        pr.ticksSinceContact = 0;
+        pr.followerCommit = Math.max(pr.followerCommit, message.commit());
+        if (message.departed() && departing.containsKey(pr.id)) {
+            progress.remove(pr.id); // it acted on its removal: stop sending to it
+            departing.remove(pr.id);
+        }
+    }
+
+    private void maybeCommit() {
+        List<Server> voters = log.latestConfiguration().voters();
+        if (voters.isEmpty()) {
+            return;
+        }
+        long[] matches = new long[voters.size()];
+        for (int i = 0; i < voters.size(); i++) {
+            String voter = voters.get(i).id();
+            if (voter.equals(id)) {
+                matches[i] = log.persisted; // the leader counts itself only for what it persisted (thesis 10.2.1)
+            } else {
+                Progress pr = progress.get(voter);
+                matches[i] = pr == null ? 0 : pr.match;
+            }
+        }
+        java.util.Arrays.sort(matches);
+        long candidate = matches[matches.length - quorum(matches.length)];
+        if (candidate <= log.committed) {
+            return;
+        }
+        boolean ownTerm = log.term(candidate) == term;
+        if (!ownTerm && !config.has(RaftConfig.UnsafeBug.COMMIT_OLD_TERM_ENTRIES)) {
+            return;
+        }
+        log.commitTo(candidate);
+        broadcastPending = true;
+        noteCommittedConfiguration(true);
+        if (role == Role.LEADER && committedInCurrentTerm()) {
+            while (!readsAwaitingCommit.isEmpty()) {
+                startRead(readsAwaitingCommit.removeFirst());
+            }
+        }
+    }
+
+    private boolean committedInCurrentTerm() {
+        return log.term(log.committed) == term;
+    }
+
+    // ---------------------------------------------------------------- proposals and reads
+
+    private ProposalOutcome refuseUnlessLeader(long requestId) {
+        if (role == Role.SHUTDOWN) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.STOPPED, null);
+        }
+        if (role != Role.LEADER) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.NOT_LEADER, leaderId);
+        }
+        return null;
+    }
+
+    private ProposalOutcome appendCommand(long requestId, byte[] data) {
+        LogEntry entry = new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.COMMAND, data);
+        log.append(entry);
+        broadcastPending = true;
+        if (log.latestConfiguration().voterCount() == 1 && log.latestConfiguration().isVoter(id)) {
+            maybeCommit();
+        }
+        return new ProposalOutcome.Appended(requestId, entry.index(), term);
+    }
+
+    private void startRead(long requestId) {
+        ClusterConfiguration configuration = log.latestConfiguration();
+        if (configuration.voterCount() == 1 && configuration.isVoter(id)) {
+            readStates.add(new ReadState(requestId, log.committed));
+            return;
+        }
+        readContext++;
+        pendingReads.addLast(new PendingRead(requestId, log.committed, readContext));
+        broadcastHeartbeat(readContext);
+    }
+
+    private void releaseConfirmedReads() {
+        List<Server> voters = log.latestConfiguration().voters();
+        while (!pendingReads.isEmpty()) {
+            PendingRead read = pendingReads.peekFirst();
+            int acknowledged = 0;
+            for (Server voter : voters) {
+                if (voter.id().equals(id)) {
+                    acknowledged++;
+                } else {
+                    Progress pr = progress.get(voter.id());
+                    if (pr != null && pr.readContextAcked >= read.context()) {
+                        acknowledged++;
+                    }
+                }
+            }
+            if (acknowledged < quorum(voters.size())) {
+                return;
+            }
+            pendingReads.removeFirst();
+            readStates.add(new ReadState(read.requestId(), read.index()));
+        }
+    }
+
+    // ---------------------------------------------------------------- leadership transfer and leave
+
+    private String bestTransferTarget() {
+        return log.latestConfiguration().voters().stream()
+                .map(Server::id)
+                .filter(voter -> !voter.equals(id) && !transferTried.contains(voter))
+                .map(progress::get)
+                .filter(Objects::nonNull)
+                .sorted(Comparator.comparing((Progress pr) -> !pr.recentActive).thenComparing(pr -> -pr.match))
+                .map(pr -> pr.id)
+                .findFirst().orElse(null);
+    }
+
+    private void startTransfer(String target) {
+        transferTarget = target;
+        transferElapsed = 0;
+        transferTried.add(target);
+        events.add(new CoreEvent.TransferStarted(target));
+        Progress pr = progress.get(target);
+        if (pr.match == log.lastIndex()) {
+            send(Message.of(MessageType.TIMEOUT_NOW, id, target, term));
+        } else {
+            sendAppend(pr, true);
+        }
+    }
+
+    private void abortTransfer() {
+        events.add(new CoreEvent.TransferFailed(transferTarget));
+        transferTarget = null;
+        while (!held.isEmpty()) {
+            HeldProposal proposal = held.removeFirst();
+            outcomes.add(appendCommand(proposal.requestId(), proposal.data()));
+        }
+    }
+
+    /** A leaving leader's next step: transfer to the next best voter, or remove itself when none is left. */
+    private void continueLeaderLeave() {
+        if (role != Role.LEADER || transferTarget != null) {
+            return;
+        }
+        ClusterConfiguration configuration = log.latestConfiguration();
+        if (!configuration.contains(id)) {
+            return; // removing itself: it leads until that commits
+        }
+        boolean othersVote = configuration.voters().stream().anyMatch(voter -> !voter.id().equals(id));
+        if (!othersVote) {
+            return; // a single server that leaves just stops: the driver does it
+        }
+        String next = bestTransferTarget();
+        if (next != null) {
+            startTransfer(next);
+            return;
+        }
+        proposeConfigChange(0, ConfigChange.remove(id)); // retried on the next tick if refused
+    }
+
+    // ---------------------------------------------------------------- configuration
+
+    private static ClusterConfiguration applyChange(ClusterConfiguration current, ConfigChange change) {
+        Server existing = current.server(change.serverId()).orElse(null);
+        ClusterConfiguration next;
+        switch (change.kind()) {
+            case ADD_VOTER, ADD_NONVOTER -> {
+                Suffrage suffrage = change.kind() == ConfigChange.Kind.ADD_VOTER ? Suffrage.VOTER : Suffrage.NONVOTER;
+                if (existing != null && existing.suffrage() == suffrage) {
+                    return null;
+                }
+                String address = change.address().isEmpty() && existing != null ? existing.address() : change.address();
+                next = current.with(new Server(change.serverId(), address, suffrage));
+            }
+            default -> {
+                if (existing == null) {
+                    return null;
+                }
+                next = current.without(change.serverId());
+            }
+        }
+        return next.voterCount() == 0 ? null : next;
+    }
+
+    /** The leader's latest configuration changed: follow it with progress trackers. */
+    private void configurationChanged() {
+        if (role != Role.LEADER) {
+            return;
+        }
+        ClusterConfiguration configuration = log.latestConfiguration();
+        for (Server server : configuration.servers()) {
+            if (!server.id().equals(id) && !progress.containsKey(server.id())) {
+                progress.put(server.id(), newProgress(server.id()));
+            }
+            departing.remove(server.id());
+        }
+        for (String follower : progress.keySet()) {
+            if (!configuration.contains(follower)) {
+                departing.putIfAbsent(follower, 0);
+            }
+        }
+    }
+
+    /**
+     * A leader that no longer votes in the committed configuration: it tells the followers the commit, asks
+     * the most up-to-date caught-up voter to take over at once (TimeoutNow) so that nobody waits for an
+     * election timeout, and steps down.
+     */
+    private void handOverAndStepDown() {
+        broadcastAppend();
+        broadcastHeartbeat(readContext);
+        String successor = null;
+        long best = -1;
+        for (Server voter : lastCommittedConfiguration.voters()) {
+            Progress pr = progress.get(voter.id());
+            if (pr != null && pr.recentActive && pr.match > best) {
+                best = pr.match;
+                successor = voter.id();
+            }
+        }
+        if (successor != null && best == log.lastIndex()) {
+            send(Message.of(MessageType.TIMEOUT_NOW, id, successor, term));
+        }
+        becomeFollower(term, null);
+    }
+
+    /**
+     * The commit index moved: note a newly committed configuration, and act on this server's removal — but
+     * only once {@code caughtUp} with the leader's commit, so that a server rejoining after its removal
+     * does not act on that old removal while the entry that added it again is still on its way.
+     */
+    private void noteCommittedConfiguration(boolean caughtUp) {
+        long index = log.configurationIndexAt(log.committed);
+        ClusterConfiguration committed = log.configurationAt(log.committed);
+        if (index != lastCommittedConfigurationIndex || !committed.equals(lastCommittedConfiguration)) {
+            lastCommittedConfiguration = committed;
+            lastCommittedConfigurationIndex = index;
+            events.add(new CoreEvent.ConfigurationCommitted(committed, index));
+            if (committed.contains(id)) {
+                memberOfCommitted = true;
+                departed = false;
+                lastMemberConfiguration = committed;
+                lastMemberConfigurationIndex = Math.max(lastMemberConfigurationIndex, index);
+                if (role == Role.LEADER && !committed.isVoter(id)) {
+                    handOverAndStepDown(); // demoted to non-voter (hashicorp/raft #524)
+                }
+            }
+        }
+        if (memberOfCommitted && caughtUp && index > lastMemberConfigurationIndex && !committed.contains(id)) {
+            memberOfCommitted = false;
+            departed = true;
+            removalCommitted(lastMemberConfiguration, committed);
+        }
+    }
+
+    private void removalCommitted(ClusterConfiguration previous, ClusterConfiguration current) {
+        boolean wasLeader = role == Role.LEADER;
+        if (wasLeader) {
+            handOverAndStepDown();
+        }
+        RemovalAction action = removalPolicy.onRemoved(new RemovalContext(id, previous, current, wasLeader));
+        events.add(new CoreEvent.Removed(action, removalPolicy.name()));
+        if (action == RemovalAction.SHUTDOWN) {
+            role = Role.SHUTDOWN;
+            leaderId = null;
+            events.add(new CoreEvent.RoleChanged(role, term, null));
+        }
+    }
+}

@@ -1,0 +1,270 @@
+package io.conclave.engine.raft.core;
+
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.storage.LogEntry;
+import io.conclave.api.storage.SnapshotMeta;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The core's view of the log: entries after the last snapshot, in memory (as etcd's raft keeps them), with
+ * the indexes that track their life — handed to the driver to persist, persisted, committed, handed to
+ * the driver to apply — and the history of configuration entries, so that a truncation restores the
+ * configuration that preceded it.
+ */
+final class RaftLog {
+
+    private record ConfigurationEntry(long index, ClusterConfiguration configuration) {
+    }
+
+    private long snapshotIndex;
+    private long snapshotTerm;
+    private SnapshotMeta snapshot;
+    private final ArrayList<LogEntry> entries = new ArrayList<>();
+    private final ArrayList<ConfigurationEntry> configurations = new ArrayList<>();
+    private ConfigurationEntry snapshotConfiguration = new ConfigurationEntry(0, ClusterConfiguration.EMPTY);
+
+    /** Highest index the cluster has committed, as far as this server knows. */
+    long committed;
+    /** Highest index handed to the driver to apply. */
+    long appliedHandedOut;
+    /** First index not yet handed to the driver to persist. */
+    long unpersistedFrom = 1;
+    /** Highest index the driver confirmed persisted. */
+    long persisted;
+
+    long firstIndex() {
+        return snapshotIndex + 1;
+    }
+
+    long lastIndex() {
+        return snapshotIndex + entries.size();
+    }
+
+    long lastTerm() {
+        return entries.isEmpty() ? snapshotTerm : entries.get(entries.size() - 1).term();
+    }
+
+    long snapshotIndex() {
+        return snapshotIndex;
+    }
+
+    SnapshotMeta snapshot() {
+        return snapshot;
+    }
+
+    /** The term of the entry at {@code index}; -1 when it is not known (compacted or beyond the end). */
+    long term(long index) {
+        if (index == snapshotIndex) {
+            return snapshotTerm;
+        }
+        if (index < snapshotIndex || index > lastIndex()) {
+            return -1;
+        }
+        return entries.get((int) (index - snapshotIndex - 1)).term();
+    }
+
+    LogEntry entry(long index) {
+        if (index <= snapshotIndex || index > lastIndex()) {
+            return null;
+        }
+        return entries.get((int) (index - snapshotIndex - 1));
+    }
+
+    boolean matchTerm(long index, long term) {
+        long actual = term(index);
+        return actual >= 0 && actual == term;
+    }
+
+    /** Whether a log ending at (lastIndex, lastTerm) is at least as up to date as this one (thesis 3.6.1). */
+    boolean isUpToDate(long otherLastIndex, long otherLastTerm) {
+        return otherLastTerm > lastTerm() || (otherLastTerm == lastTerm() && otherLastIndex >= lastIndex());
+    }
+
+    /** Whether a log ending at (lastIndex, lastTerm) is strictly more up to date than this one. */
+    boolean isMoreUpToDate(long otherLastIndex, long otherLastTerm) {
+        return otherLastTerm > lastTerm() || (otherLastTerm == lastTerm() && otherLastIndex > lastIndex());
+    }
+
+    /** Entries from {@code from}, within the limits, at least one if any. */
+    List<LogEntry> slice(long from, int maxEntries, long maxBytes) {
+        List<LogEntry> result = new ArrayList<>();
+        long bytes = 0;
+        for (long index = from; index <= lastIndex() && result.size() < maxEntries; index++) {
+            LogEntry entry = entry(index);
+            bytes += entry.sizeBytes();
+            if (!result.isEmpty() && bytes > maxBytes) {
+                break;
+            }
+            result.add(entry);
+        }
+        return result;
+    }
+
+    /** Appends entries that follow the last one (a leader's own proposals). */
+    void append(LogEntry entry) {
+        assert entry.index() == lastIndex() + 1 : "append " + entry.index() + " after " + lastIndex();
+        entries.add(entry);
+        if (entry.type() == LogEntry.Type.CONFIGURATION) {
+            configurations.add(new ConfigurationEntry(entry.index(), ConfigurationCodec.decode(entry.data())));
+        }
+    }
+
+    /**
+     * A follower's append: when the entry before {@code newEntries} matches, drops any conflicting suffix,
+     * appends what is new, and returns the index of the last entry now known to match the leader; -1 when
+     * the previous entry does not match.
+     */
+    long appendFromLeader(long previousIndex, long previousTerm, List<LogEntry> newEntries) {
+        if (!matchTerm(previousIndex, previousTerm)) {
+            return -1;
+        }
+        long lastNew = previousIndex + newEntries.size();
+        for (LogEntry entry : newEntries) {
+            if (entry.index() <= snapshotIndex) {
+                continue; // already covered by our snapshot
+            }
+            long existing = term(entry.index());
+            if (existing == entry.term()) {
+                continue;
+            }
+            if (existing >= 0) {
+                if (entry.index() <= committed) {
+                    throw new IllegalStateException("leader overwrites committed entry " + entry.index()
+                            + " (term " + existing + " -> " + entry.term() + ")");
+                }
+                truncateFrom(entry.index());
+            }
+            append(entry);
+        }
+        return lastNew;
+    }
+
+    /** Drops entries from {@code index} on, and the configurations they carried. */
+    void truncateFrom(long index) {
+        assert index > snapshotIndex && index > committed : "truncate at " + index;
+        entries.subList((int) (index - snapshotIndex - 1), entries.size()).clear();
+        configurations.removeIf(configuration -> configuration.index >= index);
+        unpersistedFrom = Math.min(unpersistedFrom, index);
+        persisted = Math.min(persisted, index - 1);
+    }
+
+    /**
+     * The conflict hint for a rejected append at {@code index} with {@code term} (etcd's findConflictByTerm):
+     * the largest index at or below {@code index} whose term is at most {@code term}.
+     */
+    long findConflictByTerm(long index, long term) {
+        long probe = Math.min(index, lastIndex());
+        while (probe > snapshotIndex) {
+            long probeTerm = term(probe);
+            if (probeTerm <= term) {
+                break;
+            }
+            probe--;
+        }
+        return probe;
+    }
+
+    void commitTo(long index) {
+        if (index > committed) {
+            assert index <= lastIndex() : "commit " + index + " beyond last " + lastIndex();
+            committed = index;
+        }
+    }
+
+    /** Entries to hand to the driver for persistence, and marks them handed out. */
+    List<LogEntry> takeUnpersisted() {
+        if (unpersistedFrom > lastIndex()) {
+            return List.of();
+        }
+        long from = Math.max(unpersistedFrom, firstIndex());
+        List<LogEntry> result = new ArrayList<>(entries.subList((int) (from - snapshotIndex - 1), entries.size()));
+        unpersistedFrom = lastIndex() + 1;
+        return result;
+    }
+
+    /** Committed entries not yet handed out for applying, that are (or are being) persisted. */
+    List<LogEntry> takeCommitted(int maxEntries) {
+        long upTo = Math.min(committed, unpersistedFrom - 1);
+        if (appliedHandedOut >= upTo) {
+            return List.of();
+        }
+        long from = Math.max(appliedHandedOut + 1, firstIndex());
+        long to = Math.min(upTo, from + maxEntries - 1);
+        List<LogEntry> result = new ArrayList<>((int) (to - from + 1));
+        for (long index = from; index <= to; index++) {
+            result.add(entry(index));
+        }
+        appliedHandedOut = to;
+        return result;
+    }
+
+    /** The driver persisted entries up to {@code index} of {@code term}. */
+    void persistedTo(long index, long term) {
+        if (matchTerm(index, term) && index > persisted && index < unpersistedFrom) {
+            persisted = index;
+        }
+    }
+
+    /** Replaces the whole log by a snapshot (a follower installing one from its leader). */
+    void restore(SnapshotMeta meta) {
+        entries.clear();
+        configurations.clear();
+        snapshotIndex = meta.lastIndex();
+        snapshotTerm = meta.lastTerm();
+        snapshot = meta;
+        snapshotConfiguration = new ConfigurationEntry(meta.configurationIndex(), meta.configuration());
+        committed = Math.max(committed, meta.lastIndex());
+        appliedHandedOut = meta.lastIndex();
+        unpersistedFrom = meta.lastIndex() + 1;
+        persisted = meta.lastIndex();
+    }
+
+    /**
+     * Records a snapshot the driver took at {@code meta.lastIndex()} and drops entries up to
+     * {@code compactTo} (at most the snapshot's index).
+     */
+    void compact(SnapshotMeta meta, long compactTo) {
+        if (snapshot == null || meta.lastIndex() > snapshot.lastIndex()) {
+            snapshot = meta;
+        }
+        long upTo = Math.min(compactTo, Math.min(meta.lastIndex(), persisted));
+        if (upTo <= snapshotIndex) {
+            return;
+        }
+        long termAt = term(upTo);
+        ConfigurationEntry before = configurationEntryAt(upTo);
+        entries.subList(0, (int) (upTo - snapshotIndex)).clear();
+        configurations.removeIf(configuration -> configuration.index <= upTo);
+        snapshotConfiguration = before;
+        snapshotIndex = upTo;
+        snapshotTerm = termAt;
+    }
+
+    /** The latest configuration in the log, committed or not: the one in effect. */
+    ClusterConfiguration latestConfiguration() {
+        return configurations.isEmpty() ? snapshotConfiguration.configuration : configurations.get(configurations.size() - 1).configuration;
+    }
+
+    long latestConfigurationIndex() {
+        return configurations.isEmpty() ? snapshotConfiguration.index : configurations.get(configurations.size() - 1).index;
+    }
+
+    /** The latest configuration at or before {@code index}. */
+    ClusterConfiguration configurationAt(long index) {
+        return configurationEntryAt(index).configuration;
+    }
+
+    long configurationIndexAt(long index) {
+        return configurationEntryAt(index).index;
+    }
+
+    private ConfigurationEntry configurationEntryAt(long index) {
+        for (int i = configurations.size() - 1; i >= 0; i--) {
+            if (configurations.get(i).index <= index) {
+                return configurations.get(i);
+            }
+        }
+        return snapshotConfiguration;
+    }
+}

@@ -1,0 +1,52 @@
+package io.conclave.engine.raft.core;
+
+import java.util.EnumMap;
+import java.util.Map;
+
+/**
+ * Counters the core keeps, named as in DESIGN.md ({@code raft.prevote.started}, {@code raft.election.started},
+ * {@code raft.election.won}, {@code raft.vote.refused}, {@code raft.prevote.refused},
+ * {@code raft.leadership.transfer}). Read on the node's thread only.
+ */
+public final class RaftMetrics {
+
+    long preVotesStarted;
+    long electionsStarted;
+    long electionsWon;
+    long leadershipTransfers;
+    long proposalsCommitted;
+    final Map<CoreEvent.RefusalReason, Long> votesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
+    final Map<CoreEvent.RefusalReason, Long> preVotesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
+
+    public long preVotesStarted() {
+        return preVotesStarted;
+    }
+
+    public long electionsStarted() {
+        return electionsStarted;
+    }
+
+    public long electionsWon() {
+        return electionsWon;
+    }
+
+    public long leadershipTransfers() {
+        return leadershipTransfers;
+    }
+
+    public long proposalsCommitted() {
+        return proposalsCommitted;
+    }
+
+    public Map<CoreEvent.RefusalReason, Long> votesRefused() {
+        return Map.copyOf(votesRefused);
+    }
+
+    public Map<CoreEvent.RefusalReason, Long> preVotesRefused() {
+        return Map.copyOf(preVotesRefused);
+    }
+
+    void refused(boolean preVote, CoreEvent.RefusalReason reason) {
+        (preVote ? preVotesRefused : votesRefused).merge(reason, 1L, Long::sum);
+    }
+}

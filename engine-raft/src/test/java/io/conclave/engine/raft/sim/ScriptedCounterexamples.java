@@ -1,0 +1,148 @@
+package io.conclave.engine.raft.sim;
+
+import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.core.ProposalOutcome;
+import io.conclave.engine.raft.core.RaftConfig;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Two classic counterexamples replayed step by step in the simulator; the seed only varies the timing.
+ * Each returns whether it reached its critical step (so that a test can tell "prevented" from "never set
+ * up"); a safety violation surfaces as a {@link SimulationFailure} from the checkers.
+ */
+final class ScriptedCounterexamples {
+
+    /** How {@link #figure37} went. */
+    enum Figure37 {
+        /** The timing of this seed did not set the scene up. */
+        NOT_REACHED,
+        /** The old-term entry was committed by counting its replicas alone (the bug). */
+        OLD_TERM_COMMITTED_ALONE,
+        /** It was committed only together with an entry of the leader's term (the rule). */
+        COMMITTED_WITH_OWN_TERM
+    }
+
+    private ScriptedCounterexamples() {
+    }
+
+    /**
+     * The thesis's figure 3.7: a leader that commits an entry of an older term by counting its replicas
+     * lets a later leader overwrite it. Messages carry one entry at a time so that the old entry and the new
+     * leader's no-op travel separately.
+     *
+     * @return how far the script got, and how the third leader committed the old-term entry
+     */
+    static Figure37 figure37(long seed, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/figure37")
+                .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs).withMessageLimits(1, 4096, 1)).build();
+        SimNode s1 = sim.awaitLeader(10_000);
+        sim.runFor(500);
+        List<SimNode> others = others(sim, s1);
+        SimNode s2 = others.get(0);
+        // (a) s1 replicates an entry to s2 only, then crashes.
+        sim.partition(List.of(s1, s2));
+        if (!(sim.write(s1, "k", "from-term-a") instanceof ProposalOutcome.Appended appended)) {
+            return Figure37.NOT_REACHED;
+        }
+        long index = appended.index();
+        if (!sim.runUntil(() -> s1.disk.lastIndex() >= index && s2.disk.lastIndex() >= index, 2_000)) {
+            return Figure37.NOT_REACHED;
+        }
+        sim.crash(s1);
+        // (b) one of the other three is elected without that entry, appends its no-op alone, and crashes.
+        List<SimNode> rest = others.subList(1, 4);
+        if (!sim.runUntil(() -> rest.stream().anyMatch(SimNode::isLeader), 10_000)) {
+            return Figure37.NOT_REACHED;
+        }
+        SimNode s5 = rest.stream().filter(SimNode::isLeader).findFirst().orElseThrow();
+        sim.isolate(s5);
+        if (!sim.runUntil(() -> s5.disk.lastIndex() >= index, 1_000)) { // its no-op is durable, on it alone
+            return Figure37.NOT_REACHED;
+        }
+        sim.crash(s5);
+        sim.runFor(100); // its messages in flight are lost, not delivered after the heal
+        // (c) s1 restarts; s1 or s2 (the two holding the entry) wins, replicates the old entry.
+        sim.heal();
+        sim.restart(s1);
+        if (!sim.runUntil(() -> s1.isLeader() || s2.isLeader(), 10_000)) {
+            return Figure37.NOT_REACHED;
+        }
+        SimNode s4 = s1.isLeader() ? s1 : s2;
+        List<SimNode> clean = new ArrayList<>(rest);
+        clean.remove(s5);
+        sim.blockOneWay(s4, clean.get(1)); // keeps one server free of the new term's no-op
+        if (!sim.runUntil(() -> s4.core.commitIndex() >= index, 5_000)) {
+            return Figure37.NOT_REACHED;
+        }
+        Figure37 outcome = s4.core.termAt(s4.core.commitIndex()) != s4.core.term()
+                ? Figure37.OLD_TERM_COMMITTED_ALONE : Figure37.COMMITTED_WITH_OWN_TERM;
+        // (d) that leader and the other holder of the entry go down; s5 restarts and, with a newer last
+        // term, may win with the two others and overwrite the entry.
+        SimNode otherHolder = s4 == s1 ? s2 : s1;
+        sim.isolate(s4);
+        sim.crash(s4);
+        sim.isolate(otherHolder);
+        sim.crash(otherHolder);
+        sim.runFor(100);
+        sim.heal();
+        sim.restart(s5);
+        sim.runFor(20_000);
+        return outcome;
+    }
+
+    /**
+     * Ongaro's counterexample to single-server changes (raft-dev, 2015): a leader that changes the
+     * configuration before committing an entry of its term can commit a configuration that a leader of the
+     * previous term, with another uncommitted change, later overwrites.
+     *
+     * @return whether the second leader managed to commit its change before an entry of its own term
+     */
+    static boolean singleServerChange(long seed, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/singleServerChange").servers(4)
+                .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
+        SimNode l1 = sim.awaitLeader(10_000);
+        sim.runFor(500);
+        SimNode n5 = sim.addNode();
+        // L1, cut off, appends "add n5" alone.
+        sim.isolate(l1);
+        if (!(l1.core.proposeConfigChange(1, ConfigChange.addVoter(n5.id, "sim:" + n5.id)) instanceof ProposalOutcome.Appended)) {
+            return false;
+        }
+        l1.pump();
+        List<SimNode> others = others(sim, l1);
+        others.remove(n5);
+        if (!sim.runUntil(() -> others.stream().anyMatch(SimNode::isLeader), 10_000)) {
+            return false;
+        }
+        SimNode l2 = others.stream().filter(SimNode::isLeader).findFirst().orElseThrow();
+        List<SimNode> followers = new ArrayList<>(others);
+        followers.remove(l2);
+        SimNode x = followers.get(0);
+        SimNode y = followers.get(1);
+        sim.blockOneWay(l2, x);
+        sim.blockOneWay(x, l2);
+        // L2, before its no-op commits, removes x: C2 = {l1, l2, y} commits with l2 and y.
+        ProposalOutcome change = l2.core.proposeConfigChange(2, ConfigChange.remove(x.id));
+        l2.pump();
+        boolean changedEarly = change instanceof ProposalOutcome.Appended;
+        if (changedEarly) {
+            long index = ((ProposalOutcome.Appended) change).index();
+            sim.runUntil(() -> l2.core.commitIndex() >= index, 3_000);
+        } else {
+            sim.runFor(3_000);
+        }
+        // Now L1 comes back with x and n5, and wins an election in its own configuration C1.
+        sim.heal();
+        sim.partition(List.of(l2, y));
+        sim.runFor(20_000);
+        return changedEarly;
+    }
+
+    private static List<SimNode> others(Simulation sim, SimNode leader) {
+        List<SimNode> others = new ArrayList<>(sim.nodes());
+        others.remove(leader);
+        return others;
+    }
+}

@@ -1,0 +1,94 @@
+package io.conclave.engine.raft.sim;
+
+import io.conclave.engine.raft.core.Message;
+import io.conclave.engine.raft.core.MessageType;
+import java.util.HashSet;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * The simulated network: every message is delayed at random (so messages reorder), may be lost or
+ * duplicated, and crosses only links that are up; a partition or a one-way cut blocks links. A snapshot
+ * travels in chunks of {@link #snapshotChunkBytes}, each of which can be lost (the whole transfer then fails
+ * and the leader sends it again).
+ */
+final class SimNetwork {
+
+    private final Simulation simulation;
+    private final Random random;
+    private final Set<String> blocked = new HashSet<>();
+    int minDelayMillis = 1;
+    int maxDelayMillis = 10;
+    double lossRate;
+    double duplicateRate;
+    double slowRate;
+    int snapshotChunkBytes = 1024;
+    long delivered;
+    long dropped;
+
+    SimNetwork(Simulation simulation, Random random) {
+        this.simulation = simulation;
+        this.random = random;
+    }
+
+    void block(String from, String to) {
+        blocked.add(from + ">" + to);
+    }
+
+    void unblock(String from, String to) {
+        blocked.remove(from + ">" + to);
+    }
+
+    void heal() {
+        blocked.clear();
+    }
+
+    boolean linkUp(String from, String to) {
+        return !blocked.contains(from + ">" + to);
+    }
+
+    boolean partitioned() {
+        return !blocked.isEmpty();
+    }
+
+    void send(SimNode from, Message message) {
+        from.sent.merge(message.type(), 1L, Long::sum);
+        simulation.checker.sent(from, message);
+        byte[] content = message.type() == MessageType.INSTALL_SNAPSHOT ? from.snapshotContent(message.snapshot()) : null;
+        int copies = random.nextDouble() < duplicateRate ? 2 : 1;
+        for (int copy = 0; copy < copies; copy++) {
+            long delay = delay();
+            boolean lost = !linkUp(message.from(), message.to()) || random.nextDouble() < lossRate;
+            if (content != null) {
+                int chunks = Math.max(1, (content.length + snapshotChunkBytes - 1) / snapshotChunkBytes);
+                for (int chunk = 1; chunk < chunks; chunk++) {
+                    delay += delay();
+                    lost |= random.nextDouble() < lossRate;
+                }
+            }
+            if (lost) {
+                dropped++;
+                continue;
+            }
+            simulation.schedule(delay, () -> deliver(message, content));
+        }
+    }
+
+    private long delay() {
+        long delay = minDelayMillis + random.nextInt(maxDelayMillis - minDelayMillis + 1);
+        if (slowRate > 0 && random.nextDouble() < slowRate) {
+            delay += random.nextInt(200);
+        }
+        return delay;
+    }
+
+    private void deliver(Message message, byte[] content) {
+        SimNode to = simulation.node(message.to());
+        if (to == null || !to.up || !linkUp(message.from(), message.to())) {
+            dropped++;
+            return;
+        }
+        delivered++;
+        to.receive(message, content);
+    }
+}

@@ -1,0 +1,451 @@
+package io.conclave.engine.raft.sim;
+
+import io.conclave.api.policy.ServerRemovalPolicy;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.core.Message;
+import io.conclave.engine.raft.core.ProposalOutcome;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.Role;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Random;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A deterministic cluster: N servers running the real core, a simulated clock (milliseconds), network and
+ * disks, clients, and the safety checkers. Everything random comes from one seed, so a failing seed
+ * replays exactly; a failure names the seed and the command that replays it.
+ */
+public final class Simulation {
+
+    /** Milliseconds per tick: the heartbeat interval of DESIGN.md. */
+    public static final int TICK_MILLIS = 100;
+
+    private record Event(long time, long sequence, Runnable action) {
+    }
+
+    final long seed;
+    final String testName;
+    final Random random;
+    final SimNetwork network;
+    final SafetyChecker checker;
+    final RaftConfig raftConfig;
+    final ServerRemovalPolicy policy;
+    final long snapshotThreshold;
+    final long trailingLogs;
+    private final PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> a.time != b.time
+            ? Long.compare(a.time, b.time) : Long.compare(a.sequence, b.sequence));
+    private final Map<String, SimNode> nodes = new LinkedHashMap<>();
+    private final List<SimClient> clients = new ArrayList<>();
+    private final List<ClientOp> history = new ArrayList<>();
+    private final Map<Long, SimClient> requests = new HashMap<>();
+    private final Map<String, String> recentValues = new HashMap<>();
+    private long now;
+    private long sequence;
+    private long nextRequestId = 1;
+    private long nextConfigRequestId = 1_000_000_000L;
+    private int nextNodeNumber = 1;
+    /** Vote and pre-vote requests sent, by server, since it was marked with {@link #watchVoteRequests}. */
+    private final Map<String, Long> voteRequestsWatched = new HashMap<>();
+
+    private Simulation(Builder builder) {
+        this.seed = builder.seed;
+        this.testName = builder.testName;
+        this.random = new Random(builder.seed);
+        this.network = new SimNetwork(this, new Random(random.nextLong()));
+        this.checker = new SafetyChecker(this);
+        this.raftConfig = builder.raftConfig;
+        this.policy = builder.policy;
+        this.snapshotThreshold = builder.snapshotThreshold;
+        this.trailingLogs = builder.trailingLogs;
+        network.lossRate = builder.lossRate;
+        network.duplicateRate = builder.duplicateRate;
+        network.slowRate = builder.slowRate;
+        List<Server> servers = new ArrayList<>();
+        for (int i = 0; i < builder.servers; i++) {
+            SimNode node = newNode();
+            servers.add(new Server(node.id, "sim:" + node.id, Suffrage.VOTER));
+        }
+        ClusterConfiguration initial = new ClusterConfiguration(servers);
+        for (SimNode node : nodes.values()) {
+            node.start(new Random(random.nextLong()));
+            node.core.bootstrap(initial);
+            node.pump();
+        }
+    }
+
+    public static Builder builder(long seed, String testName) {
+        return new Builder(seed, testName);
+    }
+
+    /** The simulation's settings. */
+    public static final class Builder {
+        private final long seed;
+        private final String testName;
+        private int servers = 5;
+        private RaftConfig raftConfig = RaftConfig.defaults();
+        private ServerRemovalPolicy policy = ShutdownOnRemovePolicyProvider.POLICY;
+        private long snapshotThreshold = 200;
+        private long trailingLogs = 50;
+        private double lossRate;
+        private double duplicateRate;
+        private double slowRate;
+
+        private Builder(long seed, String testName) {
+            this.seed = seed;
+            this.testName = testName;
+        }
+
+        public Builder servers(int count) {
+            this.servers = count;
+            return this;
+        }
+
+        public Builder raftConfig(RaftConfig config) {
+            this.raftConfig = config;
+            return this;
+        }
+
+        public Builder policy(ServerRemovalPolicy removalPolicy) {
+            this.policy = removalPolicy;
+            return this;
+        }
+
+        public Builder snapshots(long threshold, long trailing) {
+            this.snapshotThreshold = threshold;
+            this.trailingLogs = trailing;
+            return this;
+        }
+
+        public Builder faults(double loss, double duplicate, double slow) {
+            this.lossRate = loss;
+            this.duplicateRate = duplicate;
+            this.slowRate = slow;
+            return this;
+        }
+
+        public Simulation build() {
+            return new Simulation(this);
+        }
+    }
+
+    private SimNode newNode() {
+        String id = "n" + nextNodeNumber++;
+        SimNode node = new SimNode(id, this, raftConfig, policy);
+        nodes.put(id, node);
+        int phase = random.nextInt(TICK_MILLIS);
+        scheduleTicks(node, phase);
+        return node;
+    }
+
+    private void scheduleTicks(SimNode node, long delay) {
+        schedule(delay, () -> {
+            node.tick();
+            scheduleTicks(node, TICK_MILLIS);
+        });
+    }
+
+    // ---------------------------------------------------------------- time
+
+    public long now() {
+        return now;
+    }
+
+    void schedule(long delayMillis, Runnable action) {
+        queue.add(new Event(now + Math.max(0, delayMillis), sequence++, action));
+    }
+
+    long diskLatencyMillis() {
+        return 1 + random.nextInt(3);
+    }
+
+    /** Runs every event up to {@code now + millis}. */
+    public void runFor(long millis) {
+        long until = now + millis;
+        while (!queue.isEmpty() && queue.peek().time <= until) {
+            Event event = queue.poll();
+            now = event.time;
+            event.action.run();
+        }
+        now = until;
+    }
+
+    /** Runs until {@code condition} holds, checked after every event; false if {@code maxMillis} passed first. */
+    public boolean runUntil(BooleanSupplier condition, long maxMillis) {
+        long until = now + maxMillis;
+        while (!condition.getAsBoolean()) {
+            if (queue.isEmpty() || queue.peek().time > until) {
+                now = until;
+                return condition.getAsBoolean();
+            }
+            Event event = queue.poll();
+            now = event.time;
+            event.action.run();
+        }
+        return true;
+    }
+
+    // ---------------------------------------------------------------- servers
+
+    public List<SimNode> nodes() {
+        return new ArrayList<>(nodes.values());
+    }
+
+    SimNode node(String id) {
+        return nodes.get(id);
+    }
+
+    /** The one live leader of the highest term, or {@code null}. */
+    public SimNode leader() {
+        SimNode best = null;
+        for (SimNode node : nodes.values()) {
+            if (node.isLeader() && (best == null || node.core.term() > best.core.term())) {
+                best = node;
+            }
+        }
+        return best;
+    }
+
+    public SimNode awaitLeader(long maxMillis) {
+        if (!runUntil(() -> leader() != null, maxMillis)) {
+            throw failure("no leader within " + maxMillis + " ms: " + nodes.values());
+        }
+        return leader();
+    }
+
+    /** The highest term any live server has. */
+    public long maxTerm() {
+        long max = 0;
+        for (SimNode node : nodes.values()) {
+            if (node.up) {
+                max = Math.max(max, node.core.term());
+            }
+        }
+        return max;
+    }
+
+    public void crash(SimNode node) {
+        node.crash();
+    }
+
+    public void restart(SimNode node) {
+        node.start(new Random(random.nextLong()));
+    }
+
+    /** A new server with empty storage (a new node ID), running but in no configuration yet. */
+    public SimNode addNode() {
+        SimNode node = newNode();
+        node.start(new Random(random.nextLong()));
+        return node;
+    }
+
+    String randomLiveNodeId() {
+        List<SimNode> live = new ArrayList<>();
+        for (SimNode node : nodes.values()) {
+            if (node.up && node.core.role() != Role.SHUTDOWN) {
+                live.add(node);
+            }
+        }
+        return live.isEmpty() ? nodes.keySet().iterator().next() : live.get(random.nextInt(live.size())).id;
+    }
+
+    // ---------------------------------------------------------------- network
+
+    public void partition(List<SimNode> side) {
+        for (SimNode inside : side) {
+            for (SimNode outside : nodes.values()) {
+                if (!side.contains(outside)) {
+                    network.block(inside.id, outside.id);
+                    network.block(outside.id, inside.id);
+                }
+            }
+        }
+    }
+
+    public void isolate(SimNode node) {
+        partition(List.of(node));
+    }
+
+    public void blockOneWay(SimNode from, SimNode to) {
+        network.block(from.id, to.id);
+    }
+
+    public void heal() {
+        network.heal();
+    }
+
+    // ---------------------------------------------------------------- membership, as autopilot would do it
+
+    /**
+     * Proposes a change on the current leader, retrying while it is refused, and waits until it commits on
+     * that leader. Returns false if it did not commit within {@code maxMillis}.
+     */
+    public boolean change(ConfigChange change, long maxMillis) {
+        long deadline = now + maxMillis;
+        while (now < deadline) {
+            SimNode leader = leader();
+            if (leader != null) {
+                ProposalOutcome outcome = leader.core.proposeConfigChange(nextConfigRequestId++, change);
+                leader.pump();
+                if (outcome instanceof ProposalOutcome.Appended appended) {
+                    long index = appended.index();
+                    long term = appended.term();
+                    if (runUntil(() -> !leader.up || leader.core.commitIndex() >= index || leader.core.term() != term,
+                            deadline - now)) {
+                        if (leader.up && leader.core.commitIndex() >= index && leader.core.termAt(index) == term) {
+                            return true;
+                        }
+                    }
+                    continue;
+                }
+                if (outcome instanceof ProposalOutcome.Refused refused && refused.reason() == ProposalOutcome.Reason.INVALID_CHANGE) {
+                    return false;
+                }
+            }
+            runFor(50);
+        }
+        return false;
+    }
+
+    /** Adds a new server as a non-voter, waits until it has caught up, and promotes it. */
+    public boolean addAndPromote(SimNode node, long maxMillis) {
+        long deadline = now + maxMillis;
+        if (!change(ConfigChange.addNonVoter(node.id, "sim:" + node.id), maxMillis)) {
+            return false;
+        }
+        boolean caughtUp = runUntil(() -> {
+            SimNode leader = leader();
+            return leader != null && node.up && node.core.lastIndex() >= leader.core.commitIndex();
+        }, deadline - now);
+        return caughtUp && change(ConfigChange.addVoter(node.id, "sim:" + node.id), deadline - now);
+    }
+
+    // ---------------------------------------------------------------- clients
+
+    public void startClients(int count, int keyCount) {
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < keyCount; i++) {
+            keys.add("k" + i);
+        }
+        for (int i = 0; i < count; i++) {
+            SimClient client = new SimClient(clients.size() + 1, this, new Random(random.nextLong()), keys);
+            clients.add(client);
+            client.start();
+        }
+    }
+
+    public void stopClients() {
+        clients.forEach(SimClient::stop);
+    }
+
+    long sendClientRequest(SimClient client, ClientOp op, String target) {
+        long requestId = nextRequestId++;
+        requests.put(requestId, client);
+        schedule(network.minDelayMillis + random.nextInt(5), () -> {
+            SimNode node = nodes.get(target);
+            if (node != null) {
+                node.clientRequest(client, op, requestId);
+            }
+        });
+        return requestId;
+    }
+
+    void answer(long requestId, SimClient.Answer answer) {
+        SimClient client = requests.remove(requestId);
+        if (client != null) {
+            schedule(network.minDelayMillis + random.nextInt(5), () -> client.answered(requestId, answer));
+        }
+    }
+
+    void record(ClientOp op) {
+        history.add(op);
+        if (op.value != null) {
+            recentValues.put(op.key, op.value);
+        }
+    }
+
+    String recentValue(String key) {
+        return recentValues.get(key);
+    }
+
+    public List<ClientOp> history() {
+        return history;
+    }
+
+    /** Operations answered (not unknown) so far. */
+    public long acknowledgedOperations() {
+        return history.stream().filter(op -> !op.unknown()).count();
+    }
+
+    /** Proposes a put directly on {@code node}, outside the client history (a scripted write). */
+    public ProposalOutcome write(SimNode node, String key, String value) {
+        ProposalOutcome outcome = node.core.propose(nextRequestId++, KvStateMachine.encode(ClientOp.Kind.PUT, key, value, null));
+        node.pump();
+        return outcome;
+    }
+
+    /**
+     * Once the clients are stopped and their last attempts timed out: reads every key on the leader and
+     * adds the reads to the history, so that a lost acknowledged write shows as a linearizability failure.
+     */
+    public void readEveryKeyOnLeader() {
+        SimNode leader = awaitLeader(10_000);
+        runUntil(() -> leader.applied() >= leader.core.commitIndex(), 5_000);
+        for (String key : new java.util.TreeSet<>(recentValues.keySet())) {
+            ClientOp read = new ClientOp(0, ClientOp.Kind.GET, key, null, null, now);
+            read.returnMillis = now;
+            read.output = String.valueOf(leader.read(key));
+            history.add(read);
+        }
+    }
+
+    /** Checks the client history for linearizability; fails with the seed when it is not. */
+    public void checkLinearizable() {
+        for (LinearizabilityChecker.Result result : LinearizabilityChecker.check(history)) {
+            if (!result.linearizable()) {
+                StringBuilder text = new StringBuilder("history of key " + result.key() + " is not linearizable:");
+                result.operations().stream().sorted((a, b) -> Long.compare(a.invokeMillis, b.invokeMillis))
+                        .forEach(op -> text.append("\n    ").append(op));
+                throw failure(text.toString());
+            }
+            if (result.exhausted()) {
+                throw failure("linearizability search of key " + result.key() + " ran out of budget ("
+                        + result.operations().size() + " operations): shorten the run");
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- observation
+
+    /** Starts counting the vote and pre-vote requests {@code node} sends. */
+    public void watchVoteRequests(SimNode node) {
+        voteRequestsWatched.put(node.id, 0L);
+    }
+
+    public long voteRequestsSince(SimNode node) {
+        return voteRequestsWatched.getOrDefault(node.id, 0L);
+    }
+
+    void onSent(SimNode node, Message message) {
+        if (message.type().isVoteRequest()) {
+            voteRequestsWatched.computeIfPresent(node.id, (id, count) -> count + 1);
+        }
+    }
+
+    /** Terms and their leaders, as the election-safety checker saw them. */
+    public Map<Long, String> leadersByTerm() {
+        return checker.leaders();
+    }
+
+    SimulationFailure failure(String what) {
+        return new SimulationFailure(seed, testName, what + "\n  at " + now + " ms; servers: " + nodes.values());
+    }
+}
