@@ -56,7 +56,9 @@ public record RaftConfig(
         /** Commit by counting replicas of an entry of an older term (the thesis's figure 3.7). */
         COMMIT_OLD_TERM_ENTRIES,
         /** Let a new leader change the configuration before it committed an entry of its term (Ongaro, 2015). */
-        CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT
+        CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT,
+        /** Refuse every candidate outside the voter's latest configuration, even one with a newer log. */
+        REFUSE_NON_VOTER_EVEN_IF_NEWER
     }
 
     public RaftConfig {

@@ -698,7 +698,8 @@ public final class RaftCore {
             return;
         }
         boolean candidateMoreUpToDate = log.isMoreUpToDate(message.logIndex(), message.logTerm());
-        if (!log.latestConfiguration().isVoter(message.from()) && !candidateMoreUpToDate) {
+        boolean newerLogExcuses = candidateMoreUpToDate && !config.has(RaftConfig.UnsafeBug.REFUSE_NON_VOTER_EVEN_IF_NEWER);
+        if (!log.latestConfiguration().isVoter(message.from()) && !newerLogExcuses) {
             refuseVote(message, CoreEvent.RefusalReason.NOT_A_VOTER);
             return;
         }

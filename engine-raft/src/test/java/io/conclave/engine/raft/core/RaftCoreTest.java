@@ -1,0 +1,230 @@
+package io.conclave.engine.raft.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.api.storage.LogEntry;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** Scenario tests of one core's rules, with messages delivered by hand. */
+class RaftCoreTest {
+
+    private static final byte[] DATA = new byte[100];
+
+    @Test
+    void when_a_follower_heard_from_the_leader_recently_then_it_refuses_a_prevote_and_keeps_its_term() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 1, "a", "b", "c");
+        cluster.elect("a");
+        long term = cluster.core("b").term();
+        cluster.core("b").step(Message.of(MessageType.PRE_VOTE, "c", "b", term + 1).withLog(100, term + 5));
+        cluster.processAll();
+        assertEquals(term, cluster.core("b").term(), "a pre-vote never changes the voter's term");
+        Message answer = cluster.inFlight.get(cluster.inFlight.size() - 1);
+        assertEquals(MessageType.PRE_VOTE_RESPONSE, answer.type());
+        assertTrue(answer.reject(), "refused, and the refusal is answered");
+        assertEquals(1L, cluster.core("b").metrics().preVotesRefused().get(CoreEvent.RefusalReason.STICKINESS));
+        assertTrue(cluster.events.stream().anyMatch(e -> e instanceof CoreEvent.VoteRefused refused
+                && refused.reason() == CoreEvent.RefusalReason.STICKINESS && refused.preVote()));
+    }
+
+    @Test
+    void when_a_vote_is_flagged_as_transfer_then_stickiness_is_skipped_but_the_log_check_is_not() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 2, "a", "b", "c");
+        cluster.elect("a");
+        long term = cluster.core("b").term();
+        cluster.core("b").step(Message.of(MessageType.VOTE, "c", "b", term + 1).withLog(0, 0).withTransfer(true));
+        cluster.processAll();
+        assertEquals(1L, cluster.core("b").metrics().votesRefused().get(CoreEvent.RefusalReason.STALE_LOG));
+        long last = cluster.core("b").lastIndex();
+        cluster.core("b").step(Message.of(MessageType.VOTE, "c", "b", term + 2).withLog(last, cluster.core("b").lastTerm()).withTransfer(true));
+        cluster.processAll();
+        assertEquals("c", cluster.core("b").votedFor(), "a transfer vote with an up-to-date log is granted");
+    }
+
+    @Test
+    void when_a_candidate_is_not_a_voter_in_the_latest_configuration_then_its_vote_is_refused_unless_its_log_is_newer() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 3, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore b = cluster.core("b");
+        long term = b.term();
+        b.step(Message.of(MessageType.PRE_VOTE, "stranger", "b", term + 1).withLog(b.lastIndex(), b.lastTerm()));
+        cluster.processAll();
+        cluster.tick("b", RaftConfig.DEFAULT_ELECTION_TIMEOUT_MIN_TICKS); // the lease runs out
+        b.step(Message.of(MessageType.PRE_VOTE, "stranger", "b", term + 1).withLog(b.lastIndex(), b.lastTerm()));
+        cluster.processAll();
+        assertEquals(1L, b.metrics().preVotesRefused().get(CoreEvent.RefusalReason.NOT_A_VOTER));
+        b.step(Message.of(MessageType.PRE_VOTE, "stranger", "b", term + 1).withLog(b.lastIndex() + 1, b.lastTerm()));
+        cluster.processAll();
+        Message answer = cluster.inFlight.get(cluster.inFlight.size() - 1);
+        assertFalse(answer.reject(), "a candidate with a more up-to-date log may know a newer configuration");
+    }
+
+    @Test
+    void when_entries_are_replicated_then_messages_respect_the_batch_limits_and_the_inflight_window() {
+        RaftConfig config = RaftConfig.defaults().withMessageLimits(8, 4096, 3);
+        CoreHarness cluster = new CoreHarness(config, 4, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 200; i++) {
+            a.propose(i, DATA);
+        }
+        cluster.processAll();
+        long appendsToB = cluster.inFlight.stream().filter(m -> m.type() == MessageType.APPEND && m.to().equals("b")).count();
+        assertTrue(appendsToB <= 3, "at most the in-flight window to one follower: " + appendsToB);
+        for (Message message : cluster.sentLog) {
+            if (message.type() == MessageType.APPEND) {
+                assertTrue(message.entries().size() <= 8, "batch of " + message.entries().size());
+                long bytes = message.entries().stream().mapToLong(LogEntry::sizeBytes).sum();
+                assertTrue(message.entries().size() <= 1 || bytes <= 4096, "batch of " + bytes + " bytes");
+            }
+        }
+        cluster.deliverAll();
+        assertEquals(a.lastIndex(), a.commitIndex(), "everything commits once the window drains");
+        assertEquals(a.lastIndex(), cluster.core("b").lastIndex());
+    }
+
+    @Test
+    void when_a_follower_rejects_then_the_leader_probes_back_and_repairs_its_log() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 5, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 50; i++) {
+            a.propose(i, DATA);
+            cluster.processAll();
+            cluster.deliverAll(m -> m.to().equals("c"));
+        }
+        assertTrue(cluster.core("c").lastIndex() < a.lastIndex());
+        cluster.tickAll(2);
+        cluster.deliverAll();
+        assertEquals(a.lastIndex(), cluster.core("c").lastIndex(), "c caught up after probing");
+    }
+
+    @Test
+    void when_the_leader_transfers_then_proposals_are_held_and_the_target_wins_one_election() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 6, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        long term = a.term();
+        assertTrue(a.transferLeadership("b"));
+        ProposalOutcome held = a.propose(7, DATA);
+        assertInstanceOf(ProposalOutcome.Held.class, held, "proposals wait during a transfer");
+        cluster.processAll();
+        cluster.deliverAll();
+        assertEquals(Role.LEADER, cluster.core("b").role());
+        assertEquals(term + 1, cluster.core("b").term());
+        assertTrue(cluster.sentLog.stream().noneMatch(m -> m.type() == MessageType.PRE_VOTE && m.from().equals("b")),
+                "the target campaigns at once, without pre-vote");
+        assertTrue(cluster.events.stream().anyMatch(e -> e instanceof CoreEvent.ElectionStarted started && started.transfer()));
+        assertTrue(cluster.outcomes.stream().anyMatch(o -> o instanceof ProposalOutcome.Refused refused && refused.requestId() == 7
+                && refused.reason() == ProposalOutcome.Reason.NOT_LEADER),
+                "the held proposal is refused as not-leader: certainly not applied, safe to retry on the new leader");
+    }
+
+    @Test
+    void when_a_transfer_times_out_then_held_proposals_are_appended() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 7, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        assertTrue(a.transferLeadership("b"));
+        a.propose(9, DATA);
+        cluster.processAll();
+        cluster.inFlight.clear(); // the TimeoutNow is lost
+        List<ProposalOutcome> outcomes = new java.util.ArrayList<>();
+        for (int i = 0; i < RaftConfig.DEFAULT_ELECTION_TIMEOUT_MIN_TICKS + 1; i++) {
+            a.tick();
+            while (a.hasReady()) {
+                Ready ready = a.ready();
+                outcomes.addAll(ready.outcomes());
+                a.advance(ready);
+            }
+        }
+        assertNull(a.transferTarget());
+        assertEquals(Role.LEADER, a.role());
+        assertTrue(outcomes.stream().anyMatch(o -> o instanceof ProposalOutcome.Appended appended && appended.requestId() == 9));
+    }
+
+    @Test
+    void when_a_server_is_leaving_then_it_refuses_timeout_now_and_never_campaigns() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 8, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore b = cluster.core("b");
+        b.leave();
+        b.step(Message.of(MessageType.TIMEOUT_NOW, "a", "b", b.term()));
+        cluster.tick("b", 100);
+        assertEquals(Role.FOLLOWER, b.role());
+        assertTrue(cluster.sentLog.stream().noneMatch(m -> m.from().equals("b") && m.type().isVoteRequest()));
+    }
+
+    @Test
+    void when_reads_arrive_then_they_wait_for_an_own_term_commit_and_a_quorum_heartbeat() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 9, "a", "b", "c");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 30 && a.role() != Role.LEADER; i++) {
+            cluster.tick("a", 1);
+            cluster.deliverAll(m -> m.type() == MessageType.APPEND || m.type() == MessageType.HEARTBEAT);
+        }
+        assertEquals(Role.LEADER, a.role());
+        assertInstanceOf(ProposalOutcome.Held.class, a.readIndex(1));
+        assertTrue(a.termAt(a.commitIndex()) != a.term(), "nothing of its term committed yet");
+        List<ReadState> reads = new java.util.ArrayList<>();
+        while (a.hasReady()) {
+            Ready ready = a.ready();
+            reads.addAll(ready.readStates());
+            a.advance(ready);
+        }
+        assertEquals(List.of(), reads, "no read before the leader committed an entry of its term");
+        cluster.inFlight.clear();
+        cluster.tick("a", 1);
+        cluster.deliverAll();
+        assertEquals(a.term(), a.termAt(a.commitIndex()));
+        assertEquals(List.of(new ReadState(1, a.commitIndex())), cluster.readStates,
+                "served at the commit index once a quorum confirmed the leadership");
+        assertInstanceOf(ProposalOutcome.Refused.class, cluster.core("b").readIndex(2), "followers do not serve ReadIndex");
+    }
+
+    @Test
+    void when_a_new_leader_has_not_committed_in_its_term_then_configuration_changes_are_refused() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 10, "a", "b", "c");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 30 && a.role() != Role.LEADER; i++) {
+            cluster.tick("a", 1);
+            cluster.deliverAll(m -> m.type() == MessageType.APPEND || m.type() == MessageType.HEARTBEAT);
+        }
+        ProposalOutcome outcome = a.proposeConfigChange(1, ConfigChange.remove("c"));
+        assertEquals(ProposalOutcome.Reason.CONFIGURATION_CHANGE_IN_PROGRESS, ((ProposalOutcome.Refused) outcome).reason());
+        cluster.inFlight.clear();
+        cluster.tick("a", 1);
+        cluster.deliverAll();
+        assertInstanceOf(ProposalOutcome.Appended.class, a.proposeConfigChange(2, ConfigChange.remove("c")));
+        assertInstanceOf(ProposalOutcome.Refused.class, a.proposeConfigChange(3, ConfigChange.remove("b")),
+                "one change at a time");
+    }
+
+    @Test
+    void when_a_change_would_leave_no_voter_then_it_is_invalid() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 11, "a");
+        cluster.elect("a");
+        ProposalOutcome outcome = cluster.core("a").proposeConfigChange(1, ConfigChange.remove("a"));
+        assertEquals(ProposalOutcome.Reason.INVALID_CHANGE, ((ProposalOutcome.Refused) outcome).reason());
+    }
+
+    @Test
+    void when_settings_break_a_rule_then_validation_names_it() {
+        RaftConfig bad = new RaftConfig(10, 10, 1, true, true, 1, 4096, 1, 1, 1, 1, 1, Set.of());
+        IllegalArgumentException error = assertThrows(IllegalArgumentException.class, bad::validate);
+        assertTrue(error.getMessage().contains("electionTimeoutMaxTicks"), error.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RaftConfig.defaults().withMessageLimits(0, 4096, 1).validate());
+    }
+
+    @Test
+    void when_a_configuration_entry_is_damaged_then_decoding_says_so() {
+        assertThrows(IllegalArgumentException.class, () -> ConfigurationCodec.decode(new byte[] {1, 0, 0, 0, 5}));
+        assertThrows(IllegalArgumentException.class, () -> ConfigurationCodec.decode(new byte[] {9}));
+    }
+}
