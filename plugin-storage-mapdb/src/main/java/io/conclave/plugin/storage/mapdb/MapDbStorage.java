@@ -1,0 +1,132 @@
+package io.conclave.plugin.storage.mapdb;
+
+import io.conclave.api.storage.CorruptionException;
+import io.conclave.api.storage.DirectoryLock;
+import io.conclave.api.storage.LogStore;
+import io.conclave.api.storage.SnapshotStore;
+import io.conclave.api.storage.StableStore;
+import io.conclave.api.storage.Storage;
+import io.conclave.api.storage.StorageException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.mapdb.BTreeMap;
+import org.mapdb.DB;
+import org.mapdb.DBException;
+import org.mapdb.DBMaker;
+import org.mapdb.Serializer;
+
+/**
+ * Storage in a folder: {@code LOCK}; {@code raft.db} (with MapDB's write-ahead files beside it), a
+ * transactional MapDB store holding the term, the vote, small values and the log's first index;
+ * {@code log/}, the entries in checksummed segment files; and {@code snapshots/}. Opening locks the folder
+ * and reads every log segment once, checking each record. Damaged data stops the open with a
+ * {@link CorruptionException} naming the file; nothing is repaired, but for the torn last record an
+ * unacknowledged append leaves when the process dies.
+ *
+ * <p>Why the entries are not in MapDB: in our crash test MapDB 3.1.0's B-tree, with transactions on, came
+ * back corrupted ("Broken bit parity", entries missing below its recorded end) after a few dozen SIGKILL and
+ * reopen cycles; append-only files with a CRC per record and one fdatasync per batch are what etcd's and
+ * hashicorp/raft's logs do, and they passed the same test.
+ */
+public final class MapDbStorage implements Storage {
+
+    static final String STORE_FILE = "raft.db";
+    static final String SNAPSHOTS_FOLDER = "snapshots";
+    static final String LOG_FOLDER = "log";
+
+    private final DirectoryLock lock;
+    private final DB db;
+    private final SegmentedLog segments;
+    private final MapDbLogStore log;
+    private final MapDbStableStore stable;
+    private final FileSnapshotStore snapshots;
+
+    private MapDbStorage(DirectoryLock lock, DB db, SegmentedLog segments, MapDbLogStore log, MapDbStableStore stable,
+                         FileSnapshotStore snapshots) {
+        this.lock = lock;
+        this.db = db;
+        this.segments = segments;
+        this.log = log;
+        this.stable = stable;
+        this.snapshots = snapshots;
+    }
+
+    /** Opens (or creates) the storage in {@code folder}. Blocking. */
+    public static MapDbStorage open(Path folder) {
+        return open(folder, SegmentedLog.MAX_SEGMENT_BYTES);
+    }
+
+    /** Opens with another log segment size (tests use small ones). */
+    static MapDbStorage open(Path folder, long maxSegmentBytes) {
+        DirectoryLock lock = DirectoryLock.acquire(folder);
+        Path storeFile = folder.resolve(STORE_FILE);
+        DB db = null;
+        SegmentedLog segments = null;
+        try {
+            db = DBMaker.fileDB(storeFile.toFile()).transactionEnable().make();
+            BTreeMap<String, byte[]> values = db.treeMap("stable", Serializer.STRING, Serializer.BYTE_ARRAY).createOrOpen();
+            MapDbStableStore stable = new MapDbStableStore(db, values, storeFile);
+            segments = SegmentedLog.open(folder.resolve(LOG_FOLDER), maxSegmentBytes);
+            MapDbLogStore log = new MapDbLogStore(segments, stable, folder.resolve(LOG_FOLDER));
+            log.verifyBounds();
+            FileSnapshotStore snapshots = new FileSnapshotStore(Files.createDirectories(folder.resolve(SNAPSHOTS_FOLDER)));
+            snapshots.verify();
+            return new MapDbStorage(lock, db, segments, log, stable, snapshots);
+        } catch (DBException.DataCorruption | DBException.WrongFormat
+                 | DBException.VolumeEOF | DBException.NewMapDBFormat e) {
+            closeAfterFailure(db, segments, lock);
+            throw new CorruptionException(storeFile, "MapDB cannot read the store: " + e.getMessage(), e);
+        } catch (DBException e) {
+            closeAfterFailure(db, segments, lock);
+            throw new StorageException(storeFile + ": " + e.getMessage(), e);
+        } catch (java.io.IOException e) {
+            closeAfterFailure(db, segments, lock);
+            throw new StorageException(folder + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            closeAfterFailure(db, segments, lock);
+            throw e;
+        }
+    }
+
+    private static void closeAfterFailure(DB db, SegmentedLog segments, DirectoryLock lock) {
+        try {
+            if (segments != null) {
+                segments.close();
+            }
+            if (db != null && !db.isClosed()) {
+                db.close();
+            }
+        } catch (RuntimeException ignored) {
+            // the store is already failing: report the first error
+        } finally {
+            lock.close();
+        }
+    }
+
+    @Override
+    public LogStore log() {
+        return log;
+    }
+
+    @Override
+    public StableStore stable() {
+        return stable;
+    }
+
+    @Override
+    public SnapshotStore snapshots() {
+        return snapshots;
+    }
+
+    @Override
+    public void close() {
+        try {
+            segments.close();
+            if (!db.isClosed()) {
+                db.close();
+            }
+        } finally {
+            lock.close();
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package io.conclave.plugin.storage.mapdb;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+/** A child JVM running {@link CrashWriter} on the class path of this test, with a small heap. */
+final class ChildJvm implements AutoCloseable {
+
+    final Process process;
+    final List<String> lines = new CopyOnWriteArrayList<>();
+    private final Thread reader;
+
+    private ChildJvm(Process process) {
+        this.process = process;
+        this.reader = new Thread(() -> {
+            try (BufferedReader input = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = input.readLine(); line != null; line = input.readLine()) {
+                    lines.add(line);
+                }
+            } catch (IOException ignored) {
+                // the process was killed: what was read is what counts
+            }
+        }, "child-output");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    static String classPath() {
+        List<String> entries = new ArrayList<>();
+        try {
+            entries.add(Path.of(CrashWriter.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
+            entries.add(Path.of(MapDbStorage.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+        for (String property : List.of("jdk.module.path", "java.class.path")) {
+            String value = System.getProperty(property, "");
+            for (String entry : value.split(File.pathSeparator)) {
+                if (!entry.isEmpty()) {
+                    entries.add(entry);
+                }
+            }
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+
+    static ChildJvm start(List<String> prefix, String... args) throws IOException {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
+                "-cp", classPath(), CrashWriter.class.getName()));
+        command.addAll(List.of(args));
+        return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+    }
+
+    /** The highest index acknowledged so far. */
+    long lastAcknowledged() {
+        long last = -1;
+        for (String line : lines) {
+            if (line.startsWith("ACK ")) {
+                last = Math.max(last, Long.parseLong(line.substring(4)));
+            }
+        }
+        return last;
+    }
+
+    /** Waits until {@code count} acknowledgements were printed, or the deadline passes. */
+    boolean awaitAcks(int count, long timeoutMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        while (System.nanoTime() < deadline) {
+            if (lines.stream().filter(line -> line.startsWith("ACK ")).count() >= count) {
+                return true;
+            }
+            if (!process.isAlive()) {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return false;
+    }
+
+    /** SIGKILL, then waits for the process and for its output to be read to the end. */
+    void kill() throws InterruptedException {
+        // under strace the JVM is a descendant: kill it (SIGKILL) before the tracer
+        process.descendants().forEach(ProcessHandle::destroyForcibly);
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+        reader.join(10_000);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+}
