@@ -28,6 +28,8 @@ class AgentProcessIT {
             assertFalse(self.getJsonObject("Config").getString("Version").isEmpty());
             assertEquals("auto", self.getJsonObject("Plugins").getString("removal_policy"),
                     "the shipped autopilot plugin, found in plugins/, wins over the built-in policy");
+            assertEquals("mapdb", self.getJsonObject("Plugins").getString("storage"),
+                    "the MapDB plugin, a folder in plugins/ with its own dependencies, is the default storage");
 
             JsonArray plugins = new JsonArray(agent.awaitGet(port, "/v1/agent/plugins"));
             JsonObject auto = plugins.stream().map(JsonObject.class::cast)
@@ -43,6 +45,53 @@ class AgentProcessIT {
             assertTrue(output.contains("agent stopped"), output);
             assertTrue(Files.exists(work.resolve("data/node-id")));
         }
+    }
+
+    @Test
+    void when_a_second_agent_uses_the_same_data_dir_then_it_exits_naming_the_folder_and_the_holder(@TempDir Path work) throws Exception {
+        int firstPort = AgentProcess.freePort();
+        int secondPort = AgentProcess.freePort();
+        Path data = work.resolve("data");
+        Path first = work.resolve("first.json");
+        Path second = work.resolve("second.json");
+        Files.writeString(first, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + "}}");
+        Files.writeString(second, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + "}}");
+        try (AgentProcess holder = AgentProcess.start(work, "agent", "-config-file", first.toString())) {
+            holder.awaitGet(firstPort, "/v1/agent/self");
+            try (AgentProcess intruder = AgentProcess.start(work, "agent", "-config-file", second.toString())) {
+                int exit = intruder.awaitExit(Duration.ofSeconds(60));
+                String output = intruder.output();
+                assertEquals(1, exit, output);
+                assertTrue(output.contains(data.toString()) && output.contains("process " + holder.process.pid()), output);
+            }
+            holder.awaitGet(firstPort, "/v1/agent/self"); // the holder is unaffected
+        }
+    }
+
+    @Test
+    void when_the_store_is_damaged_then_the_agent_exits_naming_the_file_and_leaves_it_as_it_was(@TempDir Path work) throws Exception {
+        int port = AgentProcess.freePort();
+        Path data = work.resolve("data");
+        Path config = work.resolve("agent.json");
+        Files.writeString(config, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + "}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            agent.awaitGet(port, "/v1/agent/self");
+            agent.process.destroy();
+            agent.awaitExit(Duration.ofSeconds(30));
+        }
+        Path store = data.resolve("plugins/mapdb/raft.db");
+        byte[] bytes = Files.readAllBytes(store);
+        for (int i = 0; i < bytes.length; i += 512) {
+            bytes[i] ^= 0x5A;
+        }
+        Files.write(store, bytes);
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            String output = agent.output();
+            assertEquals(1, exit, output);
+            assertTrue(output.contains(store.toString()), output);
+        }
+        assertTrue(java.util.Arrays.equals(bytes, Files.readAllBytes(store)), "the damaged file is left as it was");
     }
 
     @Test

@@ -8,8 +8,10 @@ import io.conclave.api.membership.MembershipProvider;
 import io.conclave.api.membership.MembershipSettings;
 import io.conclave.api.policy.RemovalPolicyProvider;
 import io.conclave.api.policy.ServerRemovalPolicy;
+import io.conclave.api.storage.DirectoryLock;
 import io.conclave.api.storage.Storage;
 import io.conclave.api.storage.StorageProvider;
+import io.conclave.engine.raft.builtin.InMemoryStorageProvider;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.plugins.PluginRegistry;
@@ -48,6 +50,7 @@ public final class Agent implements AutoCloseable {
     private final ConclaveConfig config;
     private final PluginRegistry registry;
     private final Path dataDir;
+    private final DirectoryLock dataDirLock;
     private final boolean temporaryDataDir;
     private final NodeIdentity identity;
     private final Vertx vertx;
@@ -58,7 +61,9 @@ public final class Agent implements AutoCloseable {
     private int httpPort;
     private boolean stopped;
 
-    private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId) {
+    private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
+                  DirectoryLock dataDirLock) {
+        this.dataDirLock = dataDirLock;
         this.config = config;
         this.registry = registry;
         this.dataDir = dataDir;
@@ -76,7 +81,11 @@ public final class Agent implements AutoCloseable {
      */
     public static Agent start(ConclaveConfig config, Path pluginsDir) {
         Path effectivePluginsDir = config.pluginsDir().orElse(pluginsDir);
-        PluginRegistry registry = PluginRegistry.discover(effectivePluginsDir, config.plugins());
+        Map<String, String> chosen = new LinkedHashMap<>(config.plugins());
+        if (config.dev()) {
+            chosen.putIfAbsent(Spi.STORAGE.key(), InMemoryStorageProvider.NAME); // -dev: temporary storage
+        }
+        PluginRegistry registry = PluginRegistry.discover(effectivePluginsDir, chosen);
         boolean temporary = config.dataDir() == null;
         Path dataDir;
         try {
@@ -84,8 +93,15 @@ public final class Agent implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create data_dir " + config.dataDir() + ": " + e.getMessage(), e);
         }
-        String nodeId = NodeIdFile.loadOrCreate(dataDir, config.nodeId());
-        Agent agent = new Agent(config, registry, dataDir, temporary, nodeId);
+        DirectoryLock lock = DirectoryLock.acquire(dataDir);
+        String nodeId;
+        try {
+            nodeId = NodeIdFile.loadOrCreate(dataDir, config.nodeId());
+        } catch (RuntimeException e) {
+            lock.close();
+            throw e;
+        }
+        Agent agent = new Agent(config, registry, dataDir, temporary, nodeId, lock);
         try {
             agent.startPlugins();
             agent.httpPort = await(agent.startHttp());
@@ -235,6 +251,7 @@ public final class Agent implements AutoCloseable {
             }
         } finally {
             await(vertx.close());
+            dataDirLock.close();
             if (temporaryDataDir) {
                 deleteRecursively(dataDir);
             }
