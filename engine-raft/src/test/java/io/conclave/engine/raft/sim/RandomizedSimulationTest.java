@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Timeout;
 class RandomizedSimulationTest {
 
     @Test
-    @Timeout(value = 900)
+    @Timeout(value = 3600)
     void when_faults_and_membership_changes_are_mixed_in_then_every_checker_passes_on_every_seed() {
         Long only = Long.getLong("sim.seed");
         long first = only != null ? only : Long.getLong("sim.firstSeed", 1L);

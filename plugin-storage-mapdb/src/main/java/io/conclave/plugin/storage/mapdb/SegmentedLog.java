@@ -28,14 +28,16 @@ import java.util.zip.CRC32C;
  * record cut short at the end of the file, which only a crash in the middle of an unacknowledged append
  * leaves; any other failure is a {@link CorruptionException} naming the file.
  *
- * <p>Memory: the offsets of the active segment's records, and of one more segment being read, are held;
- * nothing grows with the number of segments but their bounds.
+ * <p>Memory: the offsets of the active segment's records are held; a sealed segment's are in its index file
+ * {@code <first>-<last>.idx} (written and synced before the segment is sealed, rebuilt from the segment
+ * if missing). Nothing in memory grows with the number of segments but their bounds.
  */
 final class SegmentedLog implements AutoCloseable {
 
     static final long MAX_SEGMENT_BYTES = 64L << 20;
     static final String OPEN_SUFFIX = ".open";
     static final String SEALED_SUFFIX = ".seg";
+    static final String INDEX_SUFFIX = ".idx";
     private static final int HEADER_BYTES = 4 + 4 + 8 + 8 + 1;
     private static final int MAX_RECORD_BYTES = 64 << 20;
 
@@ -63,7 +65,6 @@ final class SegmentedLog implements AutoCloseable {
     private final TreeMap<Long, Segment> segments = new TreeMap<>();
     private Segment active;
     private FileChannel activeChannel;
-    private Segment cached;
 
     private SegmentedLog(Path folder, long maxSegmentBytes) {
         this.folder = folder;
@@ -109,47 +110,59 @@ final class SegmentedLog implements AutoCloseable {
         }
         Segment segment = floor.getValue();
         try {
-            long[] offsets = offsets(segment);
-            return readRecord(segment, channelFor(segment), offsets[(int) (index - segment.first)], index);
+            if (segment == active) {
+                return readRecord(segment, activeChannel, active.offsets[(int) (index - segment.first)], index);
+            }
+            try (FileChannel channel = FileChannel.open(segment.file, StandardOpenOption.READ)) {
+                return readRecord(segment, channel, sealedOffset(segment, index), index);
+            }
         } catch (IOException e) {
             throw new StorageException("cannot read " + segment.file + ": " + e.getMessage(), e);
         }
     }
 
-    private FileChannel channelFor(Segment segment) throws IOException {
-        return segment == active ? activeChannel : FileChannel.open(segment.file, StandardOpenOption.READ);
+    /** A sealed segment's record offsets are in its index file, 8 bytes each: nothing is held in memory. */
+    private long sealedOffset(Segment segment, long index) throws IOException {
+        try (FileChannel channel = FileChannel.open(indexFileOf(segment), StandardOpenOption.READ)) {
+            ByteBuffer offset = ByteBuffer.allocate(8);
+            readFully(channel, offset, (index - segment.first) * 8);
+            return offset.getLong(0);
+        }
     }
 
-    private long[] offsets(Segment segment) throws IOException {
-        if (segment.offsets != null) {
-            return segment.offsets;
-        }
-        if (cached != null && cached != active) {
-            cached.offsets = null; // keep one sealed segment's offsets in memory, not all
-        }
-        try (FileChannel channel = FileChannel.open(segment.file, StandardOpenOption.READ)) {
-            segment.offsets = scan(segment, channel, false);
-        }
-        cached = segment;
-        return segment.offsets;
+    private Path indexFileOf(Segment segment) {
+        return folder.resolve(name(segment.first) + "-" + name(segment.last) + INDEX_SUFFIX);
     }
 
-    private LogEntry readRecord(Segment segment, FileChannel channel, long offset, long expectedIndex) throws IOException {
-        try {
-            ByteBuffer lengthBuffer = ByteBuffer.allocate(4);
-            readFully(channel, lengthBuffer, offset);
-            int length = lengthBuffer.getInt(0);
-            if (length < HEADER_BYTES - 4 || length > MAX_RECORD_BYTES) {
-                throw new CorruptionException(segment.file, "record at offset " + offset + " has a bad length " + length);
-            }
-            ByteBuffer record = ByteBuffer.allocate(length);
-            readFully(channel, record, offset + 4);
-            return decode(segment.file, record.array(), offset, expectedIndex);
-        } finally {
-            if (channel != activeChannel) {
-                channel.close();
-            }
+    /** Writes a sealed segment's index file (derived data: rebuilt from the segment when missing). */
+    private void writeIndex(Segment segment, long[] offsets) throws IOException {
+        Path indexFile = indexFileOf(segment);
+        Path temporary = folder.resolve(indexFile.getFileName() + ".tmp");
+        ByteBuffer buffer = ByteBuffer.allocate(segment.count() * 8);
+        for (int i = 0; i < segment.count(); i++) {
+            buffer.putLong(offsets[i]);
         }
+        buffer.flip();
+        try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE)) {
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
+            }
+            channel.force(true);
+        }
+        Files.move(temporary, indexFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static LogEntry readRecord(Segment segment, FileChannel channel, long offset, long expectedIndex) throws IOException {
+        ByteBuffer lengthBuffer = ByteBuffer.allocate(4);
+        readFully(channel, lengthBuffer, offset);
+        int length = lengthBuffer.getInt(0);
+        if (length < HEADER_BYTES - 4 || length > MAX_RECORD_BYTES) {
+            throw new CorruptionException(segment.file, "record at offset " + offset + " has a bad length " + length);
+        }
+        ByteBuffer record = ByteBuffer.allocate(length);
+        readFully(channel, record, offset + 4);
+        return decode(segment.file, record.array(), offset, expectedIndex);
     }
 
     private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
@@ -246,6 +259,7 @@ final class SegmentedLog implements AutoCloseable {
             } else {
                 activeChannel.force(true);
                 activeChannel.close();
+                writeIndex(active, active.offsets); // before the rename: a sealed segment always has its index
                 Path sealed = folder.resolve(name(active.first) + "-" + name(active.last) + SEALED_SUFFIX);
                 Files.move(active.file, sealed, StandardCopyOption.ATOMIC_MOVE);
                 active.file = sealed;
@@ -275,7 +289,7 @@ final class SegmentedLog implements AutoCloseable {
                 reopenAsActive(last);
             }
             long keep = fromIndex - active.first;
-            long cut = keep <= 0 ? 0 : offsets(active)[(int) keep];
+            long cut = keep <= 0 ? 0 : active.offsets[(int) keep];
             activeChannel.truncate(cut);
             activeChannel.force(true);
             active.sizeBytes = cut;
@@ -300,6 +314,7 @@ final class SegmentedLog implements AutoCloseable {
         if (activeChannel != null) {
             activeChannel.close();
         }
+        Files.deleteIfExists(indexFileOf(segment));
         Path open = folder.resolve(name(segment.first) + OPEN_SUFFIX);
         Files.move(segment.file, open, StandardCopyOption.ATOMIC_MOVE);
         syncFolder();
@@ -316,8 +331,8 @@ final class SegmentedLog implements AutoCloseable {
             activeChannel = null;
             active = null;
         }
-        if (segment == cached) {
-            cached = null;
+        if (segment != active && segment.last >= segment.first) {
+            Files.deleteIfExists(indexFileOf(segment));
         }
         Files.deleteIfExists(segment.file);
         segments.remove(segment.first);
@@ -337,6 +352,8 @@ final class SegmentedLog implements AutoCloseable {
             if (name.endsWith(SEALED_SUFFIX)) {
                 String[] bounds = name.substring(0, name.length() - SEALED_SUFFIX.length()).split("-");
                 addSegment(new Segment(file, parse(file, bounds[0]), parse(file, bounds.length == 2 ? bounds[1] : "x")));
+            } else if (name.endsWith(INDEX_SUFFIX) || name.endsWith(INDEX_SUFFIX + ".tmp")) {
+                continue; // derived data, checked with its segment
             } else if (name.endsWith(OPEN_SUFFIX)) {
                 if (active != null) {
                     throw new CorruptionException(file, "a second active segment (" + active.file.getFileName() + " is one)");
@@ -386,6 +403,8 @@ final class SegmentedLog implements AutoCloseable {
             if (isActive) {
                 segment.offsets = offsets.length == 0 ? new long[1024] : offsets;
                 segment.sizeBytes = channel.size();
+            } else if (!Files.exists(indexFileOf(segment)) || Files.size(indexFileOf(segment)) != segment.count() * 8L) {
+                writeIndex(segment, offsets); // an index is derived from its segment: rebuilt when absent
             }
         }
     }
