@@ -1,0 +1,465 @@
+package io.conclave.engine.raft.runtime;
+
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.statemachine.StateMachine;
+import io.conclave.api.storage.LogEntry;
+import io.conclave.api.storage.SnapshotMeta;
+import io.conclave.api.storage.SnapshotStore;
+import io.conclave.api.storage.Storage;
+import io.conclave.engine.raft.core.CoreEvent;
+import io.conclave.engine.raft.core.Message;
+import io.conclave.engine.raft.core.MessageType;
+import io.conclave.engine.raft.core.ProposalOutcome;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.RaftCore;
+import io.conclave.engine.raft.core.ReadState;
+import io.conclave.engine.raft.core.Ready;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.api.policy.ServerRemovalPolicy;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.WorkerExecutor;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.Consumer;
+
+/**
+ * One Raft server on Vert.x: the pure {@link RaftCore} driven on one event-loop context, its timer a Vert.x
+ * periodic timer, its storage on one ordered worker. The driver keeps etcd's order — persist, send, apply,
+ * advance — except that a leader's appends leave while it persists them (thesis 10.2.1). While a batch is
+ * being persisted, new proposals accumulate in the core and go out in the next batch: group commit, one
+ * sync for many proposals.
+ *
+ * <p>Threading: every public method may be called from any thread; work hops onto the node's context.
+ * Nothing blocking ever runs on it: storage, snapshots and state-machine snapshots run on the worker.
+ */
+public final class RaftNode {
+
+    /** What the node sends through; the transport delivers to the peer's {@link #receive}. */
+    public interface Transport {
+        /** Sends a message; {@code snapshotContent} accompanies an INSTALL_SNAPSHOT. Must not block. */
+        void send(Message message, byte[] snapshotContent);
+    }
+
+    /** Settings of the runtime around the core. */
+    public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots) {
+        public static Options defaults() {
+            return new Options(100, 8192, 10240, 2);
+        }
+    }
+
+    private record Pending(Promise<byte[]> promise, long index, long term) {
+    }
+
+    private final String id;
+    private final Vertx vertx;
+    private final Context context;
+    private final WorkerExecutor storageWorker;
+    private final RaftCore core;
+    private final Storage storage;
+    private final StateMachine stateMachine;
+    private final Transport transport;
+    private final Options options;
+    private final Map<Long, Pending> pendingWrites = new HashMap<>();
+    private final Map<Long, Promise<byte[]>> heldWrites = new HashMap<>();
+    private final Map<Long, Promise<Long>> pendingReads = new HashMap<>();
+    private final List<Object[]> readsAwaitingApply = new ArrayList<>();
+    private final Map<String, byte[]> receivedSnapshots = new HashMap<>();
+    private final List<Consumer<CoreEvent>> listeners = new ArrayList<>();
+    private long nextRequestId = 1;
+    private long applied;
+    private long snapshotIndex;
+    private boolean persisting;
+    private boolean snapshotting;
+    private boolean stopped;
+    private long timerId = -1;
+
+    private RaftNode(String id, Vertx vertx, RaftCore core, Storage storage, StateMachine stateMachine, Transport transport,
+                     Options options) {
+        this.id = id;
+        this.vertx = vertx;
+        this.context = vertx.getOrCreateContext();
+        this.storageWorker = vertx.createSharedWorkerExecutor("conclave-storage-" + id, 1);
+        this.core = core;
+        this.storage = storage;
+        this.stateMachine = stateMachine;
+        this.transport = transport;
+        this.options = options;
+    }
+
+    /**
+     * Starts a node from its storage (restoring the state machine from the latest snapshot), bootstrapping
+     * {@code bootstrap} when the storage is empty and it is given. Call from a non-event-loop thread or
+     * compose on the returned future.
+     */
+    public static Future<RaftNode> start(Vertx vertx, String id, RaftConfig config, ServerRemovalPolicy policy, Storage storage,
+                                         StateMachine stateMachine, Transport transport, Options options,
+                                         ClusterConfiguration bootstrap) {
+        RaftCore core = new RaftCore(id, config, new Random(), policy);
+        RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options);
+        return node.storageWorker.<Void>executeBlocking(() -> {
+            node.restoreFromStorage(bootstrap);
+            return null;
+        }).compose(ignored -> Future.<RaftNode>future(promise -> node.context.runOnContext(v -> {
+            node.timerId = vertx.setPeriodic(options.tickMillis(), tick -> node.tick());
+            node.pump();
+            promise.complete(node);
+        })));
+    }
+
+    private void restoreFromStorage(ClusterConfiguration bootstrap) throws IOException {
+        List<SnapshotMeta> snapshots = storage.snapshots().list();
+        SnapshotMeta snapshot = snapshots.isEmpty() ? null : snapshots.get(0);
+        if (snapshot != null) {
+            try (SnapshotStore.Reader reader = storage.snapshots().open(snapshot.id()); InputStream input = reader.input()) {
+                stateMachine.restore(input);
+            }
+            applied = snapshot.lastIndex();
+            snapshotIndex = snapshot.lastIndex();
+        }
+        long from = snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1;
+        List<LogEntry> entries = new ArrayList<>();
+        for (long index = Math.max(from, storage.log().firstIndex()); index <= storage.log().lastIndex(); index++) {
+            entries.add(storage.log().get(index));
+        }
+        core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), snapshot, entries);
+        if (bootstrap != null && storage.log().lastIndex() == 0 && storage.stable().currentTerm() == 0 && snapshot == null) {
+            core.bootstrap(bootstrap);
+        }
+    }
+
+    // ---------------------------------------------------------------- inputs
+
+    /** Delivers a message from a peer (from any thread). */
+    public void receive(Message message, byte[] snapshotContent) {
+        context.runOnContext(v -> {
+            if (stopped) {
+                return;
+            }
+            if (snapshotContent != null && message.type() == MessageType.INSTALL_SNAPSHOT) {
+                receivedSnapshots.put(message.snapshot().id(), snapshotContent);
+            }
+            core.step(message);
+            pump();
+        });
+    }
+
+    private void tick() {
+        if (!stopped) {
+            core.tick();
+            pump();
+        }
+    }
+
+    /**
+     * Proposes a state-machine command; completes with its result once applied. Fails with
+     * {@link NotLeaderException} when it was certainly not applied (safe to retry on the leader), or with
+     * {@link OutcomeUnknownException} when this server lost leadership before learning its fate.
+     */
+    public Future<byte[]> propose(byte[] command) {
+        Promise<byte[]> promise = Promise.promise();
+        context.runOnContext(v -> {
+            long requestId = nextRequestId++;
+            handleOutcome(core.propose(requestId, command), promise);
+            pump();
+        });
+        return promise.future();
+    }
+
+    private void handleOutcome(ProposalOutcome outcome, Promise<byte[]> promise) {
+        if (outcome instanceof ProposalOutcome.Appended appended) {
+            pendingWrites.put(appended.index(), new Pending(promise, appended.index(), appended.term()));
+        } else if (outcome instanceof ProposalOutcome.Held held) {
+            heldWrites.put(held.requestId(), promise);
+        } else if (outcome instanceof ProposalOutcome.Refused refused) {
+            promise.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+        }
+    }
+
+    /** A linearizable read barrier: completes with the index the state machine has applied past. */
+    public Future<Long> readBarrier() {
+        Promise<Long> promise = Promise.promise();
+        context.runOnContext(v -> {
+            long requestId = nextRequestId++;
+            ProposalOutcome outcome = core.readIndex(requestId);
+            if (outcome instanceof ProposalOutcome.Refused refused) {
+                promise.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+            } else {
+                pendingReads.put(requestId, promise);
+            }
+            pump();
+        });
+        return promise.future();
+    }
+
+    /** Runs {@code action} on the node's context with the core, for operators and tests. */
+    public <T> Future<T> onCore(java.util.function.Function<RaftCore, T> action) {
+        Promise<T> promise = Promise.promise();
+        context.runOnContext(v -> {
+            promise.complete(action.apply(core));
+            pump();
+        });
+        return promise.future();
+    }
+
+    /** Registers a listener of core events, called on the node's context. */
+    public void subscribe(Consumer<CoreEvent> listener) {
+        context.runOnContext(v -> listeners.add(listener));
+    }
+
+    public String id() {
+        return id;
+    }
+
+    /** The state machine; read it only through {@link #query} (on the node's context). */
+    public Future<byte[]> query(byte[] request) {
+        Promise<byte[]> promise = Promise.promise();
+        context.runOnContext(v -> promise.complete(stateMachine.query(request)));
+        return promise.future();
+    }
+
+    private String leaderAddress(String leaderId) {
+        return leaderId == null ? null : core.configuration().server(leaderId).map(server -> server.address()).orElse(null);
+    }
+
+    // ---------------------------------------------------------------- the driver
+
+    private void pump() {
+        while (!stopped && !persisting && core.hasReady()) {
+            Ready ready = core.ready();
+            if (ready.hardState() == null) {
+                for (Message message : ready.messages()) {
+                    if (message.sendableBeforePersist()) {
+                        transport.send(message, null);
+                    }
+                }
+            }
+            if (!ready.mustPersist()) {
+                finish(ready);
+                continue;
+            }
+            persisting = true;
+            storageWorker.<Void>executeBlocking(() -> {
+                persist(ready);
+                return null;
+            }).onComplete(result -> {
+                persisting = false;
+                if (result.failed()) {
+                    fatal(result.cause());
+                    return;
+                }
+                finish(ready);
+                pump();
+            });
+            return;
+        }
+    }
+
+    /** On the storage worker: snapshot, hard state, entries; durable on return. */
+    private void persist(Ready ready) throws IOException {
+        SnapshotMeta install = ready.snapshotToInstall();
+        if (install != null) {
+            byte[] content = receivedSnapshots.get(install.id());
+            if (content == null) {
+                throw new IllegalStateException("snapshot " + install.id() + " arrived without its content");
+            }
+            try (SnapshotStore.Writer writer = storage.snapshots().create(install.lastIndex(), install.lastTerm(),
+                    install.configuration(), install.configurationIndex())) {
+                writer.output().write(content);
+                writer.commit();
+            }
+            storage.log().truncatePrefix(install.lastIndex());
+            if (storage.log().lastIndex() >= storage.log().firstIndex()) {
+                storage.log().truncateSuffix(storage.log().firstIndex()); // entries past it conflict: the leader sends them again
+            }
+        }
+        if (ready.hardState() != null) {
+            storage.stable().setTermAndVote(ready.hardState().term(), ready.hardState().votedFor());
+        }
+        List<LogEntry> entries = ready.entriesToPersist();
+        if (!entries.isEmpty()) {
+            long first = entries.get(0).index();
+            if (first <= storage.log().lastIndex()) {
+                storage.log().truncateSuffix(first);
+            }
+            storage.log().append(entries);
+            storage.log().sync();
+        }
+    }
+
+    private void finish(Ready ready) {
+        if (ready.snapshotToInstall() != null) {
+            byte[] content = receivedSnapshots.remove(ready.snapshotToInstall().id());
+            try {
+                stateMachine.restore(new ByteArrayInputStream(content)); // on the context, like every state-machine call
+            } catch (IOException e) {
+                fatal(e);
+                return;
+            }
+            applied = ready.snapshotToInstall().lastIndex();
+            snapshotIndex = applied;
+        }
+        for (Message message : ready.messages()) {
+            if (ready.hardState() != null || !message.sendableBeforePersist()) {
+                send(message);
+            }
+        }
+        for (CoreEvent event : ready.events()) {
+            CoreEventLog.log(id, event);
+            listeners.forEach(listener -> listener.accept(event));
+        }
+        for (LogEntry entry : ready.committedEntries()) {
+            apply(entry);
+        }
+        for (ProposalOutcome outcome : ready.outcomes()) {
+            Promise<byte[]> held = heldWrites.remove(outcome.requestId());
+            if (held != null) {
+                handleOutcome(outcome, held);
+            }
+            Promise<Long> read = pendingReads.remove(outcome.requestId());
+            if (read != null && outcome instanceof ProposalOutcome.Refused refused) {
+                read.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+            }
+        }
+        for (ReadState readState : ready.readStates()) {
+            Promise<Long> read = pendingReads.remove(readState.requestId());
+            if (read != null) {
+                readsAwaitingApply.add(new Object[] {readState.index(), read});
+            }
+        }
+        serveReads();
+        core.advance(ready);
+        if (core.role() != Role.LEADER) {
+            failWritesOfLostLeadership();
+        }
+        maybeSnapshot();
+    }
+
+    private void send(Message message) {
+        if (message.type() != MessageType.INSTALL_SNAPSHOT) {
+            transport.send(message, null);
+            return;
+        }
+        SnapshotMeta meta = message.snapshot();
+        storageWorker.<byte[]>executeBlocking(() -> {
+            try (SnapshotStore.Reader reader = storage.snapshots().open(meta.id()); InputStream input = reader.input()) {
+                return input.readAllBytes();
+            }
+        }).onSuccess(content -> transport.send(message, content));
+    }
+
+    private void apply(LogEntry entry) {
+        byte[] result = entry.type() == LogEntry.Type.COMMAND ? stateMachine.apply(entry.index(), entry.data()) : null;
+        applied = entry.index();
+        Pending pending = pendingWrites.remove(entry.index());
+        if (pending != null) {
+            if (pending.term() == entry.term()) {
+                pending.promise().complete(result);
+            } else {
+                pending.promise().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
+            }
+        }
+    }
+
+    private void serveReads() {
+        readsAwaitingApply.removeIf(waiting -> {
+            long index = (Long) waiting[0];
+            if (index <= applied) {
+                @SuppressWarnings("unchecked")
+                Promise<Long> promise = (Promise<Long>) waiting[1];
+                promise.complete(applied);
+                return true;
+            }
+            return false;
+        });
+    }
+
+    /**
+     * No longer leader: writes appended in a term this server no longer leads may still commit (under the
+     * new leader) or be overwritten. Those whose entry was already replaced are certainly not applied; the
+     * others are left to be resolved by the log, or by the caller's deadline as unknown.
+     */
+    private void failWritesOfLostLeadership() {
+        pendingWrites.values().removeIf(pending -> {
+            long termNow = core.termAt(pending.index());
+            if (termNow >= 0 && termNow != pending.term()) {
+                pending.promise().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
+                return true;
+            }
+            return false;
+        });
+    }
+
+    /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
+    private void maybeSnapshot() {
+        if (snapshotting || applied - snapshotIndex < options.snapshotThreshold() || core.role() == Role.SHUTDOWN) {
+            return;
+        }
+        snapshotting = true;
+        long index = applied;
+        long term = core.termAt(index);
+        ClusterConfiguration configuration = core.configurationAt(index);
+        long configurationIndex = core.configurationIndexAt(index);
+        ByteArrayOutputStream content = new ByteArrayOutputStream();
+        try {
+            stateMachine.snapshot(content); // on the context: consistent with the applied index
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        long compactTo = Math.max(0, index - options.trailingLogs());
+        storageWorker.<SnapshotMeta>executeBlocking(() -> {
+            SnapshotMeta meta;
+            try (SnapshotStore.Writer writer = storage.snapshots().create(index, term, configuration, configurationIndex)) {
+                content.writeTo(writer.output());
+                meta = writer.commit();
+            }
+            storage.snapshots().retain(options.retainedSnapshots());
+            if (compactTo > storage.log().firstIndex()) {
+                storage.log().truncatePrefix(compactTo);
+            }
+            return meta;
+        }).onComplete(result -> {
+            snapshotting = false;
+            if (result.succeeded()) {
+                snapshotIndex = index;
+                core.snapshotTaken(result.result(), compactTo);
+            } else {
+                fatal(result.cause());
+            }
+        });
+    }
+
+    private void fatal(Throwable cause) {
+        org.slf4j.LoggerFactory.getLogger("conclave.storage").error("node {}: storage failed, the node stops: {}", id,
+                cause.getMessage(), cause);
+        stopped = true;
+    }
+
+    /** Stops timers and message handling; the storage stays open (the caller closes it). */
+    public Future<Void> stop() {
+        Promise<Void> promise = Promise.promise();
+        context.runOnContext(v -> {
+            stopped = true;
+            if (timerId >= 0) {
+                vertx.cancelTimer(timerId);
+            }
+            NotLeaderException stopping = new NotLeaderException("STOPPED", null, null);
+            pendingWrites.values().forEach(pending -> pending.promise().tryFail(new OutcomeUnknownException(
+                    "the node stopped before the write's outcome was known")));
+            heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));
+            pendingReads.values().forEach(read -> read.tryFail(stopping));
+            storageWorker.close().onComplete(ignored -> promise.complete());
+        });
+        return promise.future();
+    }
+}

@@ -1,0 +1,70 @@
+package io.conclave.engine.raft.kv;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class KvStateMachineTest {
+
+    private static byte[] put(String key, String value, long cas) {
+        return new KvCommand(KvCommand.Op.PUT, key, value.getBytes(StandardCharsets.UTF_8), 7, cas).encode();
+    }
+
+    private static String text(byte[] bytes) {
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void puts_keep_create_and_modify_indexes_and_cas_follows_consul() {
+        KvStateMachine kv = new KvStateMachine();
+        assertEquals("true", text(kv.apply(5, put("a/b", "one", KvCommand.NO_CAS))));
+        assertEquals("false", text(kv.apply(6, put("a/b", "two", 0))), "cas=0: only if absent");
+        assertEquals("false", text(kv.apply(7, put("a/b", "two", 4))), "cas with a stale index");
+        assertEquals("true", text(kv.apply(8, put("a/b", "two", 5))));
+        KvEntry entry = kv.get("a/b");
+        assertEquals(5, entry.createIndex());
+        assertEquals(8, entry.modifyIndex());
+        assertEquals(7, entry.flags());
+        assertEquals(8, kv.index());
+    }
+
+    @Test
+    void deletes_recursive_deletes_and_the_index_only_moves_forward() {
+        KvStateMachine kv = new KvStateMachine();
+        kv.apply(1, put("app/x", "1", KvCommand.NO_CAS));
+        kv.apply(2, put("app/y", "2", KvCommand.NO_CAS));
+        kv.apply(3, put("other", "3", KvCommand.NO_CAS));
+        assertEquals(2, kv.list("app/").size());
+        kv.apply(4, new KvCommand(KvCommand.Op.DELETE_TREE, "app/", null, 0, KvCommand.NO_CAS).encode());
+        assertEquals(List.of(), kv.list("app/"));
+        assertEquals(4, kv.index(), "a delete moves the index too");
+        assertEquals("false", text(kv.apply(5, new KvCommand(KvCommand.Op.DELETE, "other", null, 0, 1).encode())));
+        assertEquals("true", text(kv.apply(6, new KvCommand(KvCommand.Op.DELETE, "other", null, 0, 3).encode())));
+        assertNull(kv.get("other"));
+    }
+
+    @Test
+    void a_damaged_command_is_answered_false_on_every_server() {
+        assertEquals("false", text(new KvStateMachine().apply(1, new byte[] {9, 1, 2})));
+    }
+
+    @Test
+    void a_snapshot_restores_the_same_store() throws Exception {
+        KvStateMachine kv = new KvStateMachine();
+        kv.apply(1, put("a", "1", KvCommand.NO_CAS));
+        kv.apply(9, put("b", "2", KvCommand.NO_CAS));
+        ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
+        kv.snapshot(snapshot);
+        KvStateMachine restored = new KvStateMachine();
+        restored.restore(new ByteArrayInputStream(snapshot.toByteArray()));
+        assertEquals(9, restored.index());
+        assertArrayEquals("2".getBytes(StandardCharsets.UTF_8), restored.get("b").value());
+        assertEquals(9, restored.get("b").createIndex());
+    }
+}

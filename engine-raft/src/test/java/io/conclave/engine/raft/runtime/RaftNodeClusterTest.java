@@ -1,0 +1,188 @@
+package io.conclave.engine.raft.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.engine.raft.builtin.InMemoryStorage;
+import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Three {@link RaftNode}s in one JVM on Vert.x, over an in-JVM transport and storage that outlives a node's
+ * restart: election, replication with group commit, the leader's stop, and a restarted server catching up
+ * from the log and from a snapshot. Conditions are polled with deadlines; nothing sleeps a fixed time.
+ */
+class RaftNodeClusterTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(20);
+    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 200, 20, 2);
+    private static final RaftConfig CONFIG = RaftConfig.defaults();
+
+    private Vertx vertx;
+    private LocalTransport transport;
+    private final Map<String, InMemoryStorage> storages = new HashMap<>();
+    private final List<String> ids = List.of("a", "b", "c");
+    private ClusterConfiguration configuration;
+
+    @BeforeEach
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        transport = new LocalTransport();
+        List<Server> servers = new ArrayList<>();
+        for (String id : ids) {
+            servers.add(new Server(id, "local:" + id, Suffrage.VOTER));
+            storages.put(id, new InMemoryStorage());
+        }
+        configuration = new ClusterConfiguration(servers);
+        for (String id : ids) {
+            startNode(id);
+        }
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (RaftNode node : transport.nodes.values()) {
+            await(node.stop());
+        }
+        await(vertx.close());
+    }
+
+    private void startNode(String id) throws Exception {
+        RaftNode node = await(RaftNode.start(vertx, id, CONFIG, ShutdownOnRemovePolicyProvider.POLICY, storages.get(id),
+                new KvStateMachine(), transport.from(id), OPTIONS, configuration));
+        transport.nodes.put(id, node);
+    }
+
+    private static <T> T await(Future<T> future) throws Exception {
+        return future.toCompletionStage().toCompletableFuture().get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    private static void poll(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within " + DEADLINE + ": " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private RaftNode leader() throws Exception {
+        for (RaftNode node : transport.nodes.values()) {
+            if (!transport.down.contains(node.id()) && await(node.onCore(core -> core.role() == Role.LEADER))) {
+                return node;
+            }
+        }
+        return null;
+    }
+
+    private RaftNode awaitLeader() throws Exception {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (System.nanoTime() < deadline) {
+            RaftNode leader = leader();
+            if (leader != null) {
+                return leader;
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("no leader within " + DEADLINE);
+    }
+
+    private static byte[] put(String key, String value) {
+        return new KvCommand(KvCommand.Op.PUT, key, value.getBytes(StandardCharsets.UTF_8), 0, KvCommand.NO_CAS).encode();
+    }
+
+    private long commitIndex(RaftNode node) throws Exception {
+        return await(node.onCore(core -> core.commitIndex()));
+    }
+
+    @Test
+    void when_three_nodes_start_then_they_elect_replicate_survive_the_leader_stop_and_catch_up() throws Exception {
+        RaftNode leader = awaitLeader();
+        List<Future<byte[]>> writes = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            writes.add(leader.propose(put("k" + i, "v" + i)));
+        }
+        for (Future<byte[]> write : writes) {
+            assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(write));
+        }
+        long written = await(leader.onCore(core -> core.commitIndex()));
+        for (RaftNode node : transport.nodes.values()) {
+            poll(node.id() + " applies everything", () -> {
+                try {
+                    return commitIndex(node) >= written;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertArrayEquals("v42".getBytes(StandardCharsets.UTF_8), await(node.query("k42".getBytes(StandardCharsets.UTF_8))));
+        }
+
+        // the leader stops: the two others elect and keep serving writes
+        String stopped = leader.id();
+        await(leader.stop());
+        transport.nodes.remove(stopped);
+        RaftNode second = awaitLeader();
+        assertTrue(!second.id().equals(stopped));
+        for (int i = 0; i < 500; i++) { // past the snapshot threshold: the log is compacted behind the stopped node
+            second.propose(put("after" + i, "x"));
+        }
+        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(second.propose(put("last", "y"))));
+        long firstIndex = await(second.onCore(core -> core.firstIndex()));
+        assertTrue(firstIndex > written, "the leader compacted its log past what the stopped node has: " + firstIndex);
+
+        // the stopped node restarts from its storage and catches up, from a snapshot
+        startNode(stopped);
+        RaftNode restarted = transport.nodes.get(stopped);
+        long target = await(second.onCore(core -> core.commitIndex()));
+        poll("the restarted node catches up", () -> {
+            try {
+                return commitIndex(restarted) >= target;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        assertArrayEquals("y".getBytes(StandardCharsets.UTF_8), await(restarted.query("last".getBytes(StandardCharsets.UTF_8))));
+        assertArrayEquals("v7".getBytes(StandardCharsets.UTF_8), await(restarted.query("k7".getBytes(StandardCharsets.UTF_8))));
+        assertNotNull(await(second.readBarrier()), "a linearizable read on the leader");
+    }
+
+    @Test
+    void when_a_follower_is_asked_to_write_then_it_refuses_naming_the_leader() throws Exception {
+        RaftNode leader = awaitLeader();
+        await(leader.propose(put("x", "1")));
+        RaftNode follower = transport.nodes.values().stream().filter(node -> node != leader).findFirst().orElseThrow();
+        poll("the follower knows the leader", () -> {
+            try {
+                return leader.id().equals(await(follower.onCore(core -> core.leaderId())));
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        Exception error = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> await(follower.propose(put("x", "2"))));
+        NotLeaderException notLeader = (NotLeaderException) error.getCause();
+        assertEquals(leader.id(), notLeader.leaderId());
+        assertEquals("local:" + leader.id(), notLeader.leaderAddress());
+    }
+}
