@@ -7,6 +7,10 @@
 module io.conclave.engine.raft {
     requires transitive io.conclave.api;
     requires io.vertx.core;
+    requires io.vertx.grpc.server;
+    requires io.vertx.grpc.client;
+    requires io.vertx.grpc.common;
+    requires com.google.protobuf;
     requires org.slf4j;
 
     exports io.conclave.engine.raft.agent to io.conclave.cli;

@@ -1,0 +1,218 @@
+package io.conclave.engine.raft.transport;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.engine.raft.builtin.InMemoryStorage;
+import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+import io.conclave.engine.raft.core.Message;
+import io.conclave.engine.raft.core.MessageType;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.transport.proto.RaftGrpcClient;
+import io.conclave.engine.raft.transport.proto.RaftMessage;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Three servers in one JVM, each with its own gRPC server on loopback: election, replication of a 512 KiB
+ * value (above vertx-grpc's default message size), the leader's stop, a restart that catches up from a
+ * snapshot sent in chunks, and the refusal of another cluster's traffic.
+ */
+class GrpcClusterTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(30);
+    private static final String CLUSTER = "cluster-test";
+    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 100, 10, 2);
+
+    private Vertx vertx;
+    private final Map<String, Integer> ports = new HashMap<>();
+    private final Map<String, InMemoryStorage> storages = new HashMap<>();
+    private final Map<String, GrpcRaftTransport> transports = new HashMap<>();
+    private final Map<String, RaftNode> nodes = new HashMap<>();
+    private ClusterConfiguration configuration;
+
+    @BeforeEach
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        List<Server> servers = new ArrayList<>();
+        for (String id : List.of("a", "b", "c")) {
+            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                ports.put(id, socket.getLocalPort());
+            }
+            servers.add(new Server(id, "127.0.0.1:" + ports.get(id), Suffrage.VOTER));
+            storages.put(id, new InMemoryStorage());
+        }
+        configuration = new ClusterConfiguration(servers);
+        for (String id : ports.keySet()) {
+            startNode(id);
+        }
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (String id : new ArrayList<>(nodes.keySet())) {
+            stopNode(id);
+        }
+        await(vertx.close());
+    }
+
+    private void startNode(String id) throws Exception {
+        GrpcRaftTransport transport = new GrpcRaftTransport(vertx, CLUSTER,
+                peer -> ports.containsKey(peer) ? SocketAddress.inetSocketAddress(ports.get(peer), "127.0.0.1") : null);
+        assertEquals(ports.get(id), await(transport.listen("127.0.0.1", ports.get(id))));
+        RaftNode node = await(RaftNode.start(vertx, id, RaftConfig.defaults().withMessageLimits(512, Limits.MAX_BATCH_BYTES, 64),
+                ShutdownOnRemovePolicyProvider.POLICY, storages.get(id), new KvStateMachine(), transport.sender(), OPTIONS, configuration));
+        transport.register(node);
+        transports.put(id, transport);
+        nodes.put(id, node);
+    }
+
+    private void stopNode(String id) throws Exception {
+        await(nodes.remove(id).stop());
+        await(transports.remove(id).close());
+    }
+
+    private static <T> T await(Future<T> future) throws Exception {
+        return future.toCompletionStage().toCompletableFuture().get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    private static void poll(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within " + DEADLINE + ": " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private RaftNode awaitLeader() throws Exception {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (System.nanoTime() < deadline) {
+            for (RaftNode node : nodes.values()) {
+                if (await(node.onCore(core -> core.role() == Role.LEADER))) {
+                    return node;
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("no leader within " + DEADLINE);
+    }
+
+    private static byte[] put(String key, byte[] value) {
+        return new KvCommand(KvCommand.Op.PUT, key, value, 0, KvCommand.NO_CAS).encode();
+    }
+
+    private boolean holds(RaftNode node, String key, byte[] value) {
+        try {
+            return java.util.Arrays.equals(value, await(node.query(key.getBytes(StandardCharsets.UTF_8))));
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    @Test
+    void when_servers_talk_grpc_then_they_elect_replicate_a_512_kib_value_fail_over_and_catch_up() throws Exception {
+        RaftNode leader = awaitLeader();
+        byte[] big = new byte[Limits.MAX_VALUE_BYTES];
+        new Random(1).nextBytes(big);
+        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(leader.propose(put("big", big))));
+        for (RaftNode node : nodes.values()) {
+            poll(node.id() + " holds the 512 KiB value", () -> holds(node, "big", big));
+        }
+
+        String stopped = leader.id();
+        stopNode(stopped);
+        RaftNode second = awaitLeader();
+        for (int i = 0; i < 300; i++) {
+            second.propose(put("k" + i, ("v" + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        byte[] last = "last".getBytes(StandardCharsets.UTF_8);
+        await(second.propose(put("last", last)));
+        long stoppedLast = storages.get(stopped).log().lastIndex();
+        poll("the log is compacted behind the stopped server", () -> {
+            try {
+                return await(second.onCore(core -> core.firstIndex())) > stoppedLast + 1;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+
+        startNode(stopped);
+        RaftNode restarted = nodes.get(stopped);
+        poll("the restarted server catches up from a snapshot in chunks", () -> holds(restarted, "last", last));
+        assertTrue(holds(restarted, "big", big));
+    }
+
+    @Test
+    void when_a_message_comes_from_another_cluster_then_it_is_refused_and_reaches_no_node() throws Exception {
+        RaftNode leader = awaitLeader();
+        long term = await(leader.onCore(core -> core.term()));
+        GrpcClient client = GrpcClient.client(vertx);
+        SocketAddress target = SocketAddress.inetSocketAddress(ports.get(leader.id()), "127.0.0.1");
+        Message hostile = new Message(MessageType.VOTE, "intruder", leader.id(), term + 100, 1_000_000, term + 100,
+                List.of(), 0, false, 0, true, 0, null, false);
+        RaftMessage proto = ProtoCodec.toProto(hostile, "another-cluster");
+        Exception error = assertThrows(Exception.class, () -> await(RaftGrpcClient.create(client, target).send((stream, failure) -> {
+            if (failure == null) {
+                stream.write(proto);
+                stream.end();
+            }
+        })));
+        assertTrue(error.getMessage().contains("PERMISSION_DENIED") || error.getCause() != null, error.toString());
+        assertEquals(1, transports.get(leader.id()).refusedClusterMessages());
+        assertEquals(term, (long) await(leader.onCore(core -> core.term())), "the foreign vote request never reached the core");
+        await(client.close());
+    }
+
+    @Test
+    void when_a_message_is_malformed_then_it_is_dropped_and_counted() throws Exception {
+        RaftNode leader = awaitLeader();
+        GrpcClient client = GrpcClient.client(vertx);
+        SocketAddress target = SocketAddress.inetSocketAddress(ports.get(leader.id()), "127.0.0.1");
+        RaftMessage bad = RaftMessage.newBuilder().setClusterId(CLUSTER).setType(99).setFrom("x").setTo(leader.id()).build();
+        await(RaftGrpcClient.create(client, target).send((stream, failure) -> {
+            if (failure == null) {
+                stream.write(bad);
+                stream.end();
+            }
+        }));
+        poll("the malformed message is counted", () -> transports.get(leader.id()).malformedMessages() == 1);
+        assertEquals(Role.LEADER, await(leader.onCore(core -> core.role())));
+        await(client.close());
+    }
+
+    @Test
+    void a_message_survives_the_round_trip_through_protobuf() {
+        Message message = new Message(MessageType.APPEND, "a", "b", 7, 10, 6,
+                List.of(new io.conclave.api.storage.LogEntry(11, 7, io.conclave.api.storage.LogEntry.Type.COMMAND, new byte[] {1, 2})),
+                9, false, 0, false, 3, null, true);
+        assertEquals(message.toString(), ProtoCodec.fromProto(ProtoCodec.toProto(message, CLUSTER)).toString());
+        assertEquals(message.entries(), ProtoCodec.fromProto(ProtoCodec.toProto(message, CLUSTER)).entries());
+        assertThrows(IllegalArgumentException.class, () -> ProtoCodec.fromProto(RaftMessage.newBuilder().setType(1).build()));
+    }
+}
