@@ -54,8 +54,8 @@ class AgentProcessIT {
         Path data = work.resolve("data");
         Path first = work.resolve("first.json");
         Path second = work.resolve("second.json");
-        Files.writeString(first, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + "}}");
-        Files.writeString(second, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + "}}");
+        Files.writeString(first, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + ", \"server\": 0}}");
+        Files.writeString(second, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + ", \"server\": 0}}");
         try (AgentProcess holder = AgentProcess.start(work, "agent", "-config-file", first.toString())) {
             holder.awaitGet(firstPort, "/v1/agent/self");
             try (AgentProcess intruder = AgentProcess.start(work, "agent", "-config-file", second.toString())) {
@@ -73,7 +73,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path data = work.resolve("data");
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + "}}");
+        Files.writeString(config, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy();
@@ -99,7 +99,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Path emptyPlugins = Files.createDirectories(work.resolve("plugins"));
-        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + "}}");
+        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
                 "-plugins-dir", emptyPlugins.toString())) {
             JsonObject plugins = new JsonObject(agent.awaitGet(port, "/v1/agent/self")).getJsonObject("Plugins");

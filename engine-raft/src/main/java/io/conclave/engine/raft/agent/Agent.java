@@ -12,7 +12,18 @@ import io.conclave.api.storage.DirectoryLock;
 import io.conclave.api.storage.Storage;
 import io.conclave.api.storage.StorageProvider;
 import io.conclave.engine.raft.builtin.InMemoryStorageProvider;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.transport.GrpcRaftTransport;
+import io.conclave.engine.raft.transport.Limits;
+import io.vertx.core.net.SocketAddress;
+import java.util.List;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.plugins.PluginRegistry;
 import io.conclave.engine.raft.plugins.ProviderInfo;
@@ -46,6 +57,7 @@ public final class Agent implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
     private static final long START_TIMEOUT_SECONDS = 60;
+    static final String CLUSTER_ID_KEY = "cluster-id";
 
     private final ConclaveConfig config;
     private final PluginRegistry registry;
@@ -58,6 +70,8 @@ public final class Agent implements AutoCloseable {
     private Membership membership;
     private Storage storage;
     private ServerRemovalPolicy removalPolicy;
+    private GrpcRaftTransport transport;
+    private RaftNode node;
     private int httpPort;
     private boolean stopped;
 
@@ -104,6 +118,7 @@ public final class Agent implements AutoCloseable {
         Agent agent = new Agent(config, registry, dataDir, temporary, nodeId, lock);
         try {
             agent.startPlugins();
+            agent.startRaft();
             agent.httpPort = await(agent.startHttp());
         } catch (RuntimeException e) {
             agent.stop();
@@ -151,8 +166,63 @@ public final class Agent implements AutoCloseable {
         return new SimplePluginContext(vertx, context, config.pluginSection(providerName), identity, folder, Optional.empty());
     }
 
+    /**
+     * Starts the Raft server: the gRPC transport on {@code ports.server}, the key/value state machine, and
+     * the node, restored from storage. A server with {@code bootstrap_expect = 1} (and {@code -dev})
+     * bootstraps itself as the only voter when its storage is empty.
+     */
+    private void startRaft() {
+        String clusterId = await(vertx.executeBlocking(this::clusterId));
+        transport = new GrpcRaftTransport(vertx, clusterId, this::addressOf);
+        int port = await(transport.listen(config.bindAddr(), config.ports().server()));
+        String raftAddress = config.bindAddr() + ":" + port;
+        ClusterConfiguration bootstrap = config.bootstrapExpect() == 1
+                ? new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))) : null;
+        ConclaveConfig.Raft timing = config.raft();
+        long tick = timing.heartbeatInterval().toMillis();
+        RaftConfig raftConfig = new RaftConfig((int) (timing.electionTimeoutMin().toMillis() / tick),
+                (int) (timing.electionTimeoutMax().toMillis() / tick), 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
+                Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES, RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES,
+                RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
+                java.util.Set.of());
+        RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2);
+        node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
+                transport.sender(), options, bootstrap));
+        transport.register(node);
+        new KvHttpApi(vertx, node).register(http);
+    }
+
+    /** The cluster ID, from storage, or made on first start (persisted). Blocking: on a worker. */
+    private String clusterId() {
+        byte[] stored = storage.stable().get(CLUSTER_ID_KEY);
+        if (stored != null) {
+            return new String(stored, java.nio.charset.StandardCharsets.UTF_8);
+        }
+        String id = java.util.UUID.randomUUID().toString();
+        storage.stable().put(CLUSTER_ID_KEY, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return id;
+    }
+
+    private SocketAddress addressOf(String nodeId) {
+        return node == null ? null : node.configuration().server(nodeId).map(server -> {
+            int colon = server.address().lastIndexOf(':');
+            return SocketAddress.inetSocketAddress(Integer.parseInt(server.address().substring(colon + 1)),
+                    server.address().substring(0, colon));
+        }).orElse(null);
+    }
+
     private Future<Integer> startHttp() {
         http.route(HttpMethod.GET, "/v1/agent/self", request -> HttpApi.json(request, 200, self()));
+        http.route(HttpMethod.GET, "/v1/status/leader", request -> {
+            String leader = node.status().leaderId();
+            String address = leader == null ? "" : node.configuration().server(leader).map(Server::address).orElse("");
+            HttpApi.json(request, 200, "\"" + address + "\"");
+        });
+        http.route(HttpMethod.GET, "/v1/status/peers", request -> {
+            JsonArray peers = new JsonArray();
+            node.configuration().voters().forEach(server -> peers.add(server.address()));
+            HttpApi.json(request, 200, peers);
+        });
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
         http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
         return http.listen(vertx, config.clientAddr(), config.ports().http());
@@ -175,7 +245,25 @@ public final class Agent implements AutoCloseable {
                         .put("DevMode", config.dev()))
                 .put("Member", memberJson(membership.local()))
                 .put("Plugins", plugins)
-                .put("Stats", new JsonObject().put("raft", new JsonObject().put("removal_policy", removalPolicy.name())));
+                .put("Stats", new JsonObject().put("raft", raftStats()));
+    }
+
+    /** Consul's {@code Stats.raft}, as strings like Consul's, plus the removal policy. */
+    private JsonObject raftStats() {
+        RaftNode.Status status = node.status();
+        return new JsonObject()
+                .put("state", switch (status.role()) {
+                    case LEADER -> "Leader";
+                    case CANDIDATE, PRE_CANDIDATE -> "Candidate";
+                    case SHUTDOWN -> "Shutdown";
+                    default -> "Follower";
+                })
+                .put("term", Long.toString(status.term()))
+                .put("last_log_index", Long.toString(status.lastIndex()))
+                .put("commit_index", Long.toString(status.commitIndex()))
+                .put("applied_index", Long.toString(status.appliedIndex()))
+                .put("num_peers", Integer.toString(Math.max(0, node.configuration().voterCount() - 1)))
+                .put("removal_policy", removalPolicy.name());
     }
 
     /** {@code /v1/agent/plugins}: every provider found. */
@@ -240,6 +328,12 @@ public final class Agent implements AutoCloseable {
         LOG.info("agent stopping");
         try {
             await(http.close());
+            if (node != null) {
+                await(node.stop());
+            }
+            if (transport != null) {
+                await(transport.close());
+            }
             if (membership != null) {
                 await(membership.stop());
             }

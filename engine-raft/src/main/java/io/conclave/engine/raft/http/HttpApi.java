@@ -97,8 +97,14 @@ public final class HttpApi {
         request.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(text);
     }
 
-    /** Answers with a plain-text error message, as Consul does. */
+    /**
+     * Answers with a plain-text error message, as Consul does. When the request's body was not read (an
+     * early refusal), the connection is closed after the answer rather than left with unread bytes.
+     */
     public static void error(HttpServerRequest request, int status, String message) {
+        if (!request.isEnded()) {
+            request.response().putHeader("Connection", "close");
+        }
         request.response().setStatusCode(status).putHeader("Content-Type", "text/plain; charset=utf-8")
                 .end(message + "\n");
     }

@@ -83,6 +83,12 @@ public final class RaftNode {
     private boolean snapshotting;
     private boolean stopped;
     private long timerId = -1;
+    private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
+    private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0);
+
+    /** What the node reports about itself, readable from any thread (updated after every batch). */
+    public record Status(Role role, long term, String leaderId, long lastIndex, long commitIndex, long appliedIndex) {
+    }
 
     private RaftNode(String id, Vertx vertx, RaftCore core, Storage storage, StateMachine stateMachine, Transport transport,
                      Options options) {
@@ -212,6 +218,29 @@ public final class RaftNode {
         return promise.future();
     }
 
+    /** Runs a read-only {@code action} on the state machine, on the node's context. */
+    public <T> Future<T> read(java.util.function.Function<StateMachine, T> action) {
+        Promise<T> promise = Promise.promise();
+        context.runOnContext(v -> {
+            try {
+                promise.complete(action.apply(stateMachine));
+            } catch (RuntimeException e) {
+                promise.fail(e);
+            }
+        });
+        return promise.future();
+    }
+
+    /** The latest configuration, as of the last batch (any thread). */
+    public ClusterConfiguration configuration() {
+        return configurationSnapshot;
+    }
+
+    /** Role, term, leader and indexes, as of the last batch (any thread). */
+    public Status status() {
+        return status;
+    }
+
     /** Registers a listener of core events, called on the node's context. */
     public void subscribe(Consumer<CoreEvent> listener) {
         context.runOnContext(v -> listeners.add(listener));
@@ -339,6 +368,8 @@ public final class RaftNode {
         }
         serveReads();
         core.advance(ready);
+        configurationSnapshot = core.configuration();
+        status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied);
         if (core.role() != Role.LEADER) {
             failWritesOfLostLeadership();
         }

@@ -54,7 +54,7 @@ class AgentTest {
 
     @Test
     void when_agent_starts_then_it_reports_itself_and_its_plugins(@TempDir Path dataDir) throws Exception {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"http\": 0}}";
+        String json = "{\"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             Response self = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/self");
             assertEquals(200, self.status());
@@ -81,7 +81,7 @@ class AgentTest {
 
     @Test
     void when_agent_restarts_then_node_id_is_kept(@TempDir Path dataDir) {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0}}";
+        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
         String first;
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             first = agent.nodeId();
@@ -93,7 +93,7 @@ class AgentTest {
 
     @Test
     void when_configured_node_id_differs_from_stored_one_then_start_fails(@TempDir Path dataDir) throws Exception {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0}}";
+        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             assertFalse(agent.nodeId().isEmpty());
         }
@@ -108,7 +108,7 @@ class AgentTest {
     @Test
     void when_dev_then_agent_runs_without_a_file_and_removes_its_temporary_data() {
         Path dataDir;
-        String json = "{\"ports\": {\"http\": 0}}";
+        String json = "{\"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, true, "test"), null)) {
             dataDir = agent.dataDir();
             assertTrue(Files.isDirectory(dataDir));

@@ -1,0 +1,300 @@
+package io.conclave.engine.raft.http;
+
+import io.conclave.engine.raft.config.Durations;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.OutcomeUnknownException;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.transport.Limits;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Consul's {@code /v1/kv/} endpoint over a {@link RaftNode} running the {@link KvStateMachine}: the same paths,
+ * parameters, JSON field names, status codes and {@code X-Consul-Index} header, so that Consul clients work.
+ *
+ * <ul>
+ * <li>GET: {@code recurse}, {@code keys} (+ {@code separator}), {@code raw}, blocking queries with {@code index}
+ *     and {@code wait}; {@code stale} reads locally, otherwise a ReadIndex barrier makes the read linearizable;
+ * <li>PUT: the body is the value (at most 512 KiB, else 413), {@code flags}, {@code cas}; answers true/false;
+ * <li>DELETE: {@code recurse}, {@code cas}; answers true/false.
+ * </ul>
+ * Malformed parameters answer 400 and change nothing. Handlers never block: they compose futures.
+ */
+public final class KvHttpApi {
+
+    public static final String PREFIX = "/v1/kv/";
+    static final Duration DEFAULT_WAIT = Duration.ofMinutes(5);
+    static final Duration MAX_WAIT = Duration.ofMinutes(10);
+    static final long BLOCKING_POLL_MILLIS = 20;
+    /** While there is no leader, a request waits this long for one, then fails with 500, as Consul's does. */
+    static final Duration NO_LEADER_WAIT = Duration.ofSeconds(5);
+    static final long NO_LEADER_RETRY_MILLIS = 25;
+
+    private final Vertx vertx;
+    private final RaftNode node;
+
+    public KvHttpApi(Vertx vertx, RaftNode node) {
+        this.vertx = vertx;
+        this.node = node;
+    }
+
+    /** Registers the routes on {@code http}. */
+    public void register(HttpApi http) {
+        http.routePrefix(HttpMethod.GET, PREFIX, this::get);
+        http.routePrefix(HttpMethod.PUT, PREFIX, this::put);
+        http.routePrefix(HttpMethod.DELETE, PREFIX, this::delete);
+    }
+
+    private static String key(HttpServerRequest request) {
+        return request.path().substring(PREFIX.length());
+    }
+
+    /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */
+    static long unsignedParam(HttpServerRequest request, String name, long defaultValue) {
+        String text = request.getParam(name);
+        if (text == null) {
+            return defaultValue;
+        }
+        try {
+            long value = Long.parseUnsignedLong(text);
+            if (value < 0) {
+                throw new NumberFormatException();
+            }
+            return value;
+        } catch (NumberFormatException e) {
+            throw new BadRequest("invalid " + name + " '" + text + "': expected a non-negative number");
+        }
+    }
+
+    /** A client error: answered 400 with its message. */
+    static final class BadRequest extends RuntimeException {
+        BadRequest(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    // ---------------------------------------------------------------- GET
+
+    private void get(HttpServerRequest request) {
+        String key;
+        long index;
+        Duration wait;
+        try {
+            key = key(request);
+            index = unsignedParam(request, "index", 0);
+            wait = waitParam(request);
+            if (request.params().contains("keys") && request.params().contains("raw")) {
+                throw new BadRequest("keys and raw cannot be combined");
+            }
+        } catch (BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
+        boolean stale = request.params().contains("stale");
+        Future<Long> ready = stale ? Future.succeededFuture(0L) : whileNoLeader(node::readBarrier, deadlineForLeader());
+        ready.compose(ignored -> awaitIndex(index, wait))
+                .compose(ignored -> node.read(machine -> answerGet((KvStateMachine) machine, request, key)))
+                .onFailure(error -> fail(request, error));
+    }
+
+    private static Duration waitParam(HttpServerRequest request) {
+        String text = request.getParam("wait");
+        if (text == null) {
+            return DEFAULT_WAIT;
+        }
+        try {
+            Duration wait = Durations.parse(text);
+            return wait.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : wait;
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest("invalid wait '" + text + "': " + e.getMessage());
+        }
+    }
+
+    /** A blocking query: completes once the store's index passes {@code index}, or when {@code wait} runs out. */
+    private Future<Void> awaitIndex(long index, Duration wait) {
+        if (index == 0) {
+            return Future.succeededFuture();
+        }
+        long deadline = System.nanoTime() + wait.toNanos();
+        return node.read(machine -> ((KvStateMachine) machine).index()).compose(current -> {
+            if (current > index || System.nanoTime() >= deadline) {
+                return Future.succeededFuture();
+            }
+            return Future.<Void>future(promise -> vertx.setTimer(BLOCKING_POLL_MILLIS, id -> promise.complete()))
+                    .compose(v -> awaitIndex(index, Duration.ofNanos(Math.max(0, deadline - System.nanoTime()))));
+        });
+    }
+
+    private static Void answerGet(KvStateMachine kv, HttpServerRequest request, String key) {
+        request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, kv.index())));
+        if (request.params().contains("keys")) {
+            String separator = request.getParam("separator");
+            Set<String> keys = new LinkedHashSet<>();
+            for (KvEntry entry : kv.list(key)) {
+                String name = entry.key();
+                if (separator != null && !separator.isEmpty()) {
+                    int at = name.indexOf(separator, key.length());
+                    if (at >= 0) {
+                        name = name.substring(0, at + separator.length());
+                    }
+                }
+                keys.add(name);
+            }
+            if (keys.isEmpty()) {
+                HttpApi.error(request, 404, "");
+                return null;
+            }
+            HttpApi.json(request, 200, new JsonArray(new ArrayList<>(keys)));
+            return null;
+        }
+        List<KvEntry> entries = request.params().contains("recurse") ? kv.list(key) : single(kv.get(key));
+        if (entries.isEmpty()) {
+            request.response().setStatusCode(404).end();
+            return null;
+        }
+        if (request.params().contains("raw")) {
+            request.response().setStatusCode(200).end(Buffer.buffer(entries.get(0).value()));
+            return null;
+        }
+        JsonArray array = new JsonArray();
+        for (KvEntry entry : entries) {
+            array.add(new JsonObject()
+                    .put("LockIndex", 0)
+                    .put("Key", entry.key())
+                    .put("Flags", entry.flags())
+                    .put("Value", entry.value().length == 0 ? null : Base64.getEncoder().encodeToString(entry.value()))
+                    .put("CreateIndex", entry.createIndex())
+                    .put("ModifyIndex", entry.modifyIndex()));
+        }
+        HttpApi.json(request, 200, array);
+        return null;
+    }
+
+    private static List<KvEntry> single(KvEntry entry) {
+        return entry == null ? List.of() : List.of(entry);
+    }
+
+    // ---------------------------------------------------------------- PUT and DELETE
+
+    private void put(HttpServerRequest request) {
+        String key = key(request);
+        long flags;
+        long cas;
+        try {
+            if (key.isEmpty()) {
+                throw new BadRequest("missing key name");
+            }
+            flags = unsignedParam(request, "flags", 0);
+            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+        } catch (BadRequest e) {
+            request.body().onComplete(ignored -> HttpApi.error(request, 400, e.getMessage()));
+            return;
+        }
+        String length = request.getHeader("Content-Length");
+        if (length != null && parseLength(length) > Limits.MAX_VALUE_BYTES) {
+            HttpApi.error(request, 413, "value of " + length + " bytes is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
+            return;
+        }
+        Buffer body = Buffer.buffer();
+        boolean[] tooLarge = {false};
+        request.handler(chunk -> {
+            if (body.length() + chunk.length() > Limits.MAX_VALUE_BYTES) {
+                tooLarge[0] = true;
+            } else if (!tooLarge[0]) {
+                body.appendBuffer(chunk);
+            }
+        });
+        request.endHandler(v -> {
+            if (tooLarge[0]) {
+                HttpApi.error(request, 413, "value is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
+                return;
+            }
+            write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas));
+        });
+    }
+
+    private static long parseLength(String length) {
+        try {
+            return Long.parseLong(length.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private void delete(HttpServerRequest request) {
+        String key = key(request);
+        long cas;
+        try {
+            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            if (request.params().contains("recurse") && cas != KvCommand.NO_CAS) {
+                throw new BadRequest("cas cannot be combined with recurse");
+            }
+        } catch (BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
+        KvCommand.Op op = request.params().contains("recurse") ? KvCommand.Op.DELETE_TREE : KvCommand.Op.DELETE;
+        write(request, new KvCommand(op, key, null, 0, cas));
+    }
+
+    private long deadlineForLeader() {
+        return System.nanoTime() + NO_LEADER_WAIT.toNanos();
+    }
+
+    /**
+     * Runs {@code attempt}, again while it fails because no leader is known yet (an election is under way):
+     * such a failure is certain not to have applied anything, so retrying is safe.
+     */
+    private <T> Future<T> whileNoLeader(java.util.function.Supplier<Future<T>> attempt, long deadline) {
+        return attempt.get().recover(error -> {
+            boolean noLeaderYet = error instanceof NotLeaderException notLeader && notLeader.leaderId() == null
+                    && "NOT_LEADER".equals(notLeader.reason());
+            if (!noLeaderYet || System.nanoTime() > deadline) {
+                return Future.failedFuture(error);
+            }
+            return Future.<Void>future(promise -> vertx.setTimer(NO_LEADER_RETRY_MILLIS, id -> promise.complete()))
+                    .compose(v -> whileNoLeader(attempt, deadline));
+        });
+    }
+
+    private void write(HttpServerRequest request, KvCommand command) {
+        byte[] encoded = command.encode();
+        whileNoLeader(() -> node.propose(encoded), deadlineForLeader())
+                .onSuccess(result -> HttpApi.json(request, 200, new String(result, StandardCharsets.UTF_8)))
+                .onFailure(error -> fail(request, error));
+    }
+
+    /** Consul answers 500 with a message when there is no leader or the request could not be served. */
+    private static void fail(HttpServerRequest request, Throwable error) {
+        if (request.response().ended()) {
+            return;
+        }
+        if (error instanceof BadRequest) {
+            HttpApi.error(request, 400, error.getMessage());
+        } else if (error instanceof NotLeaderException notLeader) {
+            HttpApi.error(request, 500, "No cluster leader here: " + notLeader.getMessage());
+        } else if (error instanceof OutcomeUnknownException) {
+            HttpApi.error(request, 500, "outcome unknown: " + error.getMessage());
+        } else if (error instanceof TimeoutException) {
+            HttpApi.error(request, 500, "timed out: " + error.getMessage());
+        } else {
+            HttpApi.error(request, 500, String.valueOf(error.getMessage()));
+        }
+    }
+}
