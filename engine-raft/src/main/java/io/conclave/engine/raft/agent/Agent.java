@@ -18,6 +18,7 @@ import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.GrpcRaftTransport;
@@ -190,6 +191,7 @@ public final class Agent implements AutoCloseable {
                 transport.sender(), options, bootstrap));
         transport.register(node);
         new KvHttpApi(vertx, node).register(http);
+        new OperatorHttpApi(node, config.nodeName()).register(http);
     }
 
     /** The cluster ID, from storage, or made on first start (persisted). Blocking: on a worker. */

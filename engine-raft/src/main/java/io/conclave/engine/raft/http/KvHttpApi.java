@@ -61,8 +61,30 @@ public final class KvHttpApi {
         http.routePrefix(HttpMethod.DELETE, PREFIX, this::delete);
     }
 
-    private static String key(HttpServerRequest request) {
-        return request.path().substring(PREFIX.length());
+    /** The key: the rest of the path, percent-decoded as UTF-8 (clients encode '/' in keys as %2F). */
+    static String key(HttpServerRequest request) {
+        return percentDecode(request.path().substring(PREFIX.length()));
+    }
+
+    static String percentDecode(String text) {
+        if (text.indexOf('%') < 0) {
+            return text;
+        }
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '%') {
+                if (i + 2 >= text.length() || Character.digit(text.charAt(i + 1), 16) < 0 || Character.digit(text.charAt(i + 2), 16) < 0) {
+                    throw new BadRequest("malformed percent-encoding in the key");
+                }
+                bytes.write(Character.digit(text.charAt(i + 1), 16) * 16 + Character.digit(text.charAt(i + 2), 16));
+                i += 2;
+            } else {
+                byte[] encoded = String.valueOf(c).getBytes(StandardCharsets.UTF_8);
+                bytes.write(encoded, 0, encoded.length);
+            }
+        }
+        return bytes.toString(StandardCharsets.UTF_8);
     }
 
     /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */
@@ -193,10 +215,11 @@ public final class KvHttpApi {
     // ---------------------------------------------------------------- PUT and DELETE
 
     private void put(HttpServerRequest request) {
-        String key = key(request);
+        String key;
         long flags;
         long cas;
         try {
+            key = key(request);
             if (key.isEmpty()) {
                 throw new BadRequest("missing key name");
             }
@@ -238,9 +261,10 @@ public final class KvHttpApi {
     }
 
     private void delete(HttpServerRequest request) {
-        String key = key(request);
+        String key;
         long cas;
         try {
+            key = key(request);
             cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
             if (request.params().contains("recurse") && cas != KvCommand.NO_CAS) {
                 throw new BadRequest("cas cannot be combined with recurse");

@@ -192,6 +192,24 @@ public final class RaftNode {
         }
     }
 
+    /**
+     * Proposes a membership change; completes once it is committed and applied. Fails with
+     * {@link NotLeaderException} when refused (not the leader, a change already in progress, or invalid).
+     */
+    public Future<Void> changeConfiguration(io.conclave.engine.raft.core.ConfigChange change) {
+        Promise<byte[]> promise = Promise.promise();
+        context.runOnContext(v -> {
+            handleOutcome(core.proposeConfigChange(nextRequestId++, change), promise);
+            pump();
+        });
+        return promise.future().mapEmpty();
+    }
+
+    /** Hands leadership to {@code targetId}, or to the most up-to-date voter when {@code null}. */
+    public Future<Boolean> transferLeadership(String targetId) {
+        return onCore(core -> core.transferLeadership(targetId));
+    }
+
     /** A linearizable read barrier: completes with the index the state machine has applied past. */
     public Future<Long> readBarrier() {
         Promise<Long> promise = Promise.promise();

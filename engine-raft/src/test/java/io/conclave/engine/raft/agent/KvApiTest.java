@@ -113,6 +113,8 @@ class KvApiTest {
         assertEquals(413, call(HttpMethod.PUT, "/v1/kv/guarded", Buffer.buffer(new byte[512 * 1024 + 1])).status());
         assertEquals(404, call(HttpMethod.GET, "/v1/nothing/here", null).status());
         assertEquals(405, call(HttpMethod.POST, "/v1/kv/guarded", Buffer.buffer("x")).status());
+        assertEquals(400, call(HttpMethod.GET, "/v1/kv/bad%2", null).status(), "malformed percent-encoding");
+        assertEquals("safe", call(HttpMethod.GET, "/v1/kv/%67uarded?raw", null).body(), "keys are percent-decoded");
         Response after = call(HttpMethod.GET, "/v1/kv/guarded?raw", null);
         assertEquals("safe", after.body());
         assertEquals(index, call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index"), "nothing was written");

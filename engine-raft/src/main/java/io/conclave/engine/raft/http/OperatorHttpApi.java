@@ -1,0 +1,81 @@
+package io.conclave.engine.raft.http;
+
+import io.conclave.api.raft.Server;
+import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+/**
+ * Consul's Raft operator endpoints: {@code GET /v1/operator/raft/configuration},
+ * {@code DELETE /v1/operator/raft/peer?id=|address=} and {@code POST /v1/operator/raft/transfer-leader?id=}.
+ */
+public final class OperatorHttpApi {
+
+    private final RaftNode node;
+    private final String localNodeName;
+
+    public OperatorHttpApi(RaftNode node, String localNodeName) {
+        this.node = node;
+        this.localNodeName = localNodeName;
+    }
+
+    public void register(HttpApi http) {
+        http.route(HttpMethod.GET, "/v1/operator/raft/configuration", this::configuration);
+        http.route(HttpMethod.DELETE, "/v1/operator/raft/peer", this::removePeer);
+        http.route(HttpMethod.POST, "/v1/operator/raft/transfer-leader", this::transferLeader);
+    }
+
+    private void configuration(HttpServerRequest request) {
+        RaftNode.Status status = node.status();
+        JsonArray servers = new JsonArray();
+        for (Server server : node.configuration().servers()) {
+            servers.add(new JsonObject()
+                    .put("ID", server.id())
+                    .put("Node", server.id().equals(node.id()) ? localNodeName : server.id())
+                    .put("Address", server.address())
+                    .put("Leader", server.id().equals(status.leaderId()))
+                    .put("ProtocolVersion", "3")
+                    .put("Voter", server.isVoter()));
+        }
+        HttpApi.json(request, 200, new JsonObject().put("Servers", servers).put("Index", status.commitIndex()));
+    }
+
+    private void removePeer(HttpServerRequest request) {
+        String id = request.getParam("id");
+        String address = request.getParam("address");
+        if ((id == null || id.isEmpty()) == (address == null || address.isEmpty())) {
+            HttpApi.error(request, 400, "give exactly one of id or address");
+            return;
+        }
+        String target = id;
+        if (target == null) {
+            target = node.configuration().servers().stream().filter(server -> server.address().equals(address))
+                    .map(Server::id).findFirst().orElse(null);
+        }
+        if (target == null || !node.configuration().contains(target)) {
+            HttpApi.error(request, 400, "no server " + (id != null ? "with ID " + id : "at address " + address) + " in the configuration");
+            return;
+        }
+        node.changeConfiguration(ConfigChange.remove(target))
+                .onSuccess(v -> request.response().setStatusCode(200).end())
+                .onFailure(error -> HttpApi.error(request, 500, error instanceof NotLeaderException
+                        ? "cannot remove the server: " + error.getMessage() : String.valueOf(error.getMessage())));
+    }
+
+    private void transferLeader(HttpServerRequest request) {
+        String id = request.getParam("id");
+        node.transferLeadership(id == null || id.isEmpty() ? null : id)
+                .onSuccess(started -> {
+                    if (started) {
+                        HttpApi.json(request, 200, new JsonObject().put("Success", true));
+                    } else {
+                        HttpApi.error(request, 500, "cannot transfer leadership: this server does not lead, a transfer is "
+                                + "under way, or there is no such voter");
+                    }
+                });
+    }
+}
