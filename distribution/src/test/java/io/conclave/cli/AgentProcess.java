@@ -50,10 +50,22 @@ final class AgentProcess implements AutoCloseable {
         return new AgentProcess(process, output);
     }
 
+    private static final java.util.Random PORTS = new java.util.Random();
+
+    /**
+     * A free loopback port below Linux's ephemeral range (32768 and up), so that the outgoing connections of
+     * agents started earlier cannot take it before the agent that is given it binds it.
+     */
     static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            int port = 20_000 + PORTS.nextInt(12_000);
+            try (ServerSocket socket = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                return socket.getLocalPort();
+            } catch (IOException taken) {
+                // try another
+            }
         }
+        throw new IOException("no free port found between 20000 and 32000");
     }
 
     String output() throws IOException {

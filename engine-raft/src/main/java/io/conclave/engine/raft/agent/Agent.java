@@ -72,6 +72,7 @@ public final class Agent implements AutoCloseable {
     private Storage storage;
     private ServerRemovalPolicy removalPolicy;
     private GrpcRaftTransport transport;
+    private Bootstrapper bootstrapper;
     private RaftNode node;
     private int httpPort;
     private boolean stopped;
@@ -173,12 +174,18 @@ public final class Agent implements AutoCloseable {
      * bootstraps itself as the only voter when its storage is empty.
      */
     private void startRaft() {
-        String clusterId = await(vertx.executeBlocking(this::clusterId));
-        transport = new GrpcRaftTransport(vertx, clusterId, this::addressOf);
-        int port = await(transport.listen(config.bindAddr(), config.ports().server()));
+        boolean[] state = await(vertx.executeBlocking(() -> new boolean[] {
+                storage.stable().currentTerm() > 0 || storage.log().lastIndex() > 0 || !storage.snapshots().list().isEmpty()}));
+        java.util.concurrent.atomic.AtomicBoolean hasRaftState = new java.util.concurrent.atomic.AtomicBoolean(state[0]);
+        byte[] storedClusterId = await(vertx.executeBlocking(() -> storage.stable().get(CLUSTER_ID_KEY)));
+        transport = new GrpcRaftTransport(vertx, storedClusterId == null ? null
+                : new String(storedClusterId, java.nio.charset.StandardCharsets.UTF_8), this::addressOf);
+        String configuredAddress = config.bindAddr() + ":" + config.ports().server();
+        bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
+                configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
+                configuration -> formCluster(configuration, hasRaftState));
+        int port = await(transport.listen(config.bindAddr(), config.ports().server(), bootstrapper.service()));
         String raftAddress = config.bindAddr() + ":" + port;
-        ClusterConfiguration bootstrap = config.bootstrapExpect() == 1
-                ? new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))) : null;
         ConclaveConfig.Raft timing = config.raft();
         long tick = timing.heartbeatInterval().toMillis();
         RaftConfig raftConfig = new RaftConfig((int) (timing.electionTimeoutMin().toMillis() / tick),
@@ -188,21 +195,28 @@ public final class Agent implements AutoCloseable {
                 java.util.Set.of());
         RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2);
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
-                transport.sender(), options, bootstrap));
+                transport.sender(), options, null));
         transport.register(node);
         new KvHttpApi(vertx, node).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
+        if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
+            formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
+        } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
+            bootstrapper.start();
+        } else if (!hasRaftState.get()) {
+            LOG.info("no Raft state and bootstrap_expect is 0: waiting to be added to a cluster");
+        }
     }
 
-    /** The cluster ID, from storage, or made on first start (persisted). Blocking: on a worker. */
-    private String clusterId() {
-        byte[] stored = storage.stable().get(CLUSTER_ID_KEY);
-        if (stored != null) {
-            return new String(stored, java.nio.charset.StandardCharsets.UTF_8);
-        }
-        String id = java.util.UUID.randomUUID().toString();
-        storage.stable().put(CLUSTER_ID_KEY, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        return id;
+    /** Bootstraps this server's first configuration and takes the cluster ID derived from it. */
+    private void formCluster(ClusterConfiguration configuration, java.util.concurrent.atomic.AtomicBoolean hasRaftState) {
+        String clusterId = Bootstrapper.clusterIdOf(configuration);
+        transport.clusterId(clusterId); // before the state shows: a Hello must never see state without its cluster
+        hasRaftState.set(true);
+        vertx.executeBlocking(() -> {
+            storage.stable().put(CLUSTER_ID_KEY, clusterId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return null;
+        }).compose(v -> node.bootstrap(configuration)).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
     }
 
     private SocketAddress addressOf(String nodeId) {
@@ -330,6 +344,9 @@ public final class Agent implements AutoCloseable {
         LOG.info("agent stopping");
         try {
             await(http.close());
+            if (bootstrapper != null) {
+                bootstrapper.stop();
+            }
             if (node != null) {
                 await(node.stop());
             }

@@ -205,6 +205,14 @@ public final class RaftNode {
         return promise.future().mapEmpty();
     }
 
+    /** Bootstraps a node that has no Raft state with {@code initial} as its first configuration. */
+    public Future<Void> bootstrap(ClusterConfiguration initial) {
+        return onCore(core -> {
+            core.bootstrap(initial);
+            return null;
+        });
+    }
+
     /** Hands leadership to {@code targetId}, or to the most up-to-date voter when {@code null}. */
     public Future<Boolean> transferLeadership(String targetId) {
         return onCore(core -> core.transferLeadership(targetId));

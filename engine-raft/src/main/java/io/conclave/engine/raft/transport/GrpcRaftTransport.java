@@ -49,7 +49,7 @@ public final class GrpcRaftTransport {
     private static final long MAX_BACKOFF_MILLIS = 2000;
 
     private final Vertx vertx;
-    private final String clusterId;
+    private volatile String clusterId;
     private final GrpcClient client;
     private final Function<String, SocketAddress> addressOf;
     private final Map<String, RaftNode> localNodes = new ConcurrentHashMap<>();
@@ -68,10 +68,16 @@ public final class GrpcRaftTransport {
         this.client = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES));
     }
 
-    /** Starts the server side; the future gives the bound port (0 picks a free one). */
-    public Future<Integer> listen(String host, int port) {
+    /**
+     * Starts the server side, with {@code extraServices} beside the Raft service; the future gives the bound
+     * port (0 picks a free one).
+     */
+    public Future<Integer> listen(String host, int port, io.vertx.grpc.server.Service... extraServices) {
         GrpcServer grpc = GrpcServer.server(vertx, new GrpcServerOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES));
         grpc.addService(new Service());
+        for (io.vertx.grpc.server.Service service : extraServices) {
+            grpc.addService(service);
+        }
         server = vertx.createHttpServer(new HttpServerOptions().setHost(host).setPort(port));
         return server.requestHandler(grpc).listen().map(HttpServer::actualPort);
     }
@@ -88,6 +94,24 @@ public final class GrpcRaftTransport {
     /** The sending side for one local node. */
     public RaftNode.Transport sender() {
         return this::send;
+    }
+
+    /**
+     * Sets the cluster ID once the cluster is formed; until then ({@code null}) every Raft message is refused:
+     * a server that has not bootstrapped belongs to no cluster yet.
+     */
+    public void clusterId(String id) {
+        this.clusterId = id;
+    }
+
+    /** The cluster ID, or {@code null} before the cluster is formed. */
+    public String clusterId() {
+        return clusterId;
+    }
+
+    /** The gRPC client, shared with the other server-to-server calls. */
+    public GrpcClient client() {
+        return client;
     }
 
     public long refusedClusterMessages() {
@@ -114,7 +138,7 @@ public final class GrpcRaftTransport {
                 if (failed[0]) {
                     return;
                 }
-                if (!clusterId.equals(proto.getClusterId())) {
+                if (clusterId == null || !clusterId.equals(proto.getClusterId())) {
                     failed[0] = true;
                     refusedClusterMessages.incrementAndGet();
                     LOG.warn("refused a message from {} of cluster '{}': this is cluster '{}'", proto.getFrom(), proto.getClusterId(), clusterId);
@@ -143,7 +167,7 @@ public final class GrpcRaftTransport {
                 }
                 if (chunk.hasMessage()) {
                     header[0] = chunk.getMessage();
-                    if (!clusterId.equals(header[0].getClusterId())) {
+                    if (clusterId == null || !clusterId.equals(header[0].getClusterId())) {
                         failed[0] = true;
                         refusedClusterMessages.incrementAndGet();
                         response.fail(new StatusException(GrpcStatus.PERMISSION_DENIED, "cluster ID mismatch"));
@@ -195,7 +219,11 @@ public final class GrpcRaftTransport {
         if (address == null) {
             return;
         }
-        RaftMessage proto = ProtoCodec.toProto(message, clusterId);
+        String cluster = clusterId;
+        if (cluster == null) {
+            return; // not in a cluster yet
+        }
+        RaftMessage proto = ProtoCodec.toProto(message, cluster);
         if (snapshotContent != null) {
             sendSnapshot(address, proto, snapshotContent);
             return;

@@ -1,0 +1,118 @@
+package io.conclave.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three agents from the distribution, as separate processes on loopback, form a cluster from a static server
+ * list (bootstrap_expect = 3, MapDB storage), replicate, and survive a SIGKILL of the leader.
+ */
+class ClusterProcessIT {
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private static final Duration DEADLINE = Duration.ofSeconds(60);
+
+    record Node(AgentProcess process, int httpPort, String raftAddress) {
+    }
+
+    private static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
+        request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String leaderSeenBy(Node node) {
+        try {
+            HttpResponse<String> response = call("GET", node.httpPort(), "/v1/status/leader", null);
+            String leader = response.body().replace("\"", "").trim();
+            return response.statusCode() == 200 && !leader.isEmpty() ? leader : null;
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    private static Node awaitAgreedLeader(List<Node> nodes) throws Exception {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (System.nanoTime() < deadline) {
+            String first = leaderSeenBy(nodes.get(0));
+            boolean agreed = first != null && nodes.stream().allMatch(node -> first.equals(leaderSeenBy(node)));
+            var leader = nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst();
+            if (agreed && leader.isPresent()) { // right after a kill they may still name the dead leader
+                return leader.get();
+            }
+            Thread.sleep(20);
+        }
+        StringBuilder logs = new StringBuilder();
+        for (Node node : nodes) {
+            String output = node.process().output();
+            logs.append("\n--- ").append(node.raftAddress()).append(" leader=").append(leaderSeenBy(node)).append('\n')
+                    .append(output.substring(Math.max(0, output.length() - 3000)));
+        }
+        throw new AssertionError("the servers did not agree on a leader within " + DEADLINE + logs);
+    }
+
+    @Test
+    void when_three_agents_list_each_other_then_they_form_a_cluster_replicate_and_survive_the_leaders_kill(@TempDir Path work)
+            throws Exception {
+        List<Integer> raftPorts = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
+        List<String> addresses = raftPorts.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
+        List<Node> nodes = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                int http = AgentProcess.freePort();
+                Path config = work.resolve("s" + i + ".json");
+                Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
+                        + "\", \"bootstrap_expect\": 3, \"static_servers\": " + addresses
+                        + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
+                nodes.add(new Node(AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
+                        "127.0.0.1:" + raftPorts.get(i)));
+            }
+            Node leader = awaitAgreedLeader(nodes);
+            assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/greeting", "hello").body());
+            for (Node node : nodes) {
+                long deadline = System.nanoTime() + DEADLINE.toNanos();
+                String value = null;
+                while (!"hello".equals(value) && System.nanoTime() < deadline) {
+                    HttpResponse<String> read = call("GET", node.httpPort(), "/v1/kv/greeting?raw&stale", null);
+                    value = read.statusCode() == 200 ? read.body() : null;
+                    Thread.sleep(value == null ? 20 : 0);
+                }
+                assertEquals("hello", value, "replicated to " + node.raftAddress());
+            }
+
+            long killedAt = System.nanoTime();
+            leader.process().process.destroyForcibly(); // SIGKILL
+            List<Node> survivors = new ArrayList<>(nodes);
+            survivors.remove(leader);
+            Node next = awaitAgreedLeader(survivors);
+            long electedMillis = (System.nanoTime() - killedAt) / 1_000_000;
+            String written = null;
+            while (!"true".equals(written)) {
+                written = call("PUT", next.httpPort(), "/v1/kv/after", "kill").body();
+            }
+            long writableMillis = (System.nanoTime() - killedAt) / 1_000_000;
+            assertNotEquals(leader.raftAddress(), next.raftAddress());
+            assertEquals("hello", call("GET", next.httpPort(), "/v1/kv/greeting?raw", null).body(), "no acknowledged write lost");
+            System.out.printf("cluster failover: a new leader %d ms after the leader's SIGKILL, writes again after %d ms%n",
+                    electedMillis, writableMillis);
+            assertTrue(writableMillis < DEADLINE.toMillis());
+        } finally {
+            for (Node node : nodes) {
+                node.process().close();
+            }
+        }
+    }
+}

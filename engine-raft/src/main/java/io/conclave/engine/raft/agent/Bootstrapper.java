@@ -1,0 +1,198 @@
+package io.conclave.engine.raft.agent;
+
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MemberTags;
+import io.conclave.api.membership.Membership;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
+import io.conclave.engine.raft.transport.proto.ClusterGrpcService;
+import io.conclave.engine.raft.transport.proto.HelloRequest;
+import io.conclave.engine.raft.transport.proto.HelloResponse;
+import io.vertx.core.Completable;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Forms a cluster safely, as DESIGN.md says: a server with no Raft state waits until membership shows
+ * exactly {@code bootstrap_expect} servers of its datacenter, asks each (Hello) for its node ID, whether it
+ * has Raft state and which servers it sees, and bootstraps only when none has state and all see the same
+ * set of IDs — every server then bootstraps the same configuration, so they agree. More servers than
+ * expected, or any disagreement, is logged and waited on, never guessed. The cluster ID is derived from that
+ * set, so every server of the cluster computes the same one.
+ */
+final class Bootstrapper {
+
+    private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
+    static final long ROUND_MILLIS = 250;
+
+    private final Vertx vertx;
+    private final GrpcClient client;
+    private final Membership membership;
+    private final int expect;
+    private final String selfId;
+    private final String selfAddress;
+    private final String datacenter;
+    private final BooleanSupplier hasRaftState;
+    private final java.util.function.Supplier<String> clusterId;
+    private final Consumer<ClusterConfiguration> onBootstrap;
+    private final Set<String> seen = ConcurrentHashMap.newKeySet();
+    private volatile boolean done;
+    private String lastReport = "";
+    private long timerId = -1;
+
+    Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
+                 String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
+                 Consumer<ClusterConfiguration> onBootstrap) {
+        this.clusterId = clusterId;
+        this.vertx = vertx;
+        this.client = client;
+        this.membership = membership;
+        this.expect = expect;
+        this.selfId = selfId;
+        this.selfAddress = selfAddress;
+        this.datacenter = datacenter;
+        this.hasRaftState = hasRaftState;
+        this.onBootstrap = onBootstrap;
+        seen.add(selfId);
+    }
+
+    /** The cluster ID of a cluster bootstrapped with these servers: the same on every one of them. */
+    static String clusterIdOf(ClusterConfiguration configuration) {
+        TreeSet<String> ids = new TreeSet<>();
+        configuration.servers().forEach(server -> ids.add(server.id()));
+        return UUID.nameUUIDFromBytes(("conclave:" + String.join(",", ids)).getBytes(StandardCharsets.UTF_8)).toString();
+    }
+
+    /** The service that answers other servers' Hello. */
+    ClusterGrpcService service() {
+        return new ClusterGrpcService() {
+            @Override
+            protected void hello(HelloRequest request, Completable<HelloResponse> response) {
+                if (!request.getFromId().isEmpty() && datacenter.equals(request.getDatacenter())) {
+                    seen.add(request.getFromId());
+                }
+                response.succeed(HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
+                        .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(new TreeSet<>(seen))
+                        .setClusterId(clusterId.get() == null ? "" : clusterId.get()).build());
+            }
+        };
+    }
+
+    void start() {
+        if (hasRaftState.getAsBoolean()) {
+            done = true;
+            return; // a server with Raft state never bootstraps again
+        }
+        timerId = vertx.setPeriodic(ROUND_MILLIS, id -> round());
+    }
+
+    void stop() {
+        done = true;
+        if (timerId >= 0) {
+            vertx.cancelTimer(timerId);
+        }
+    }
+
+    private void round() {
+        if (done) {
+            return;
+        }
+        List<String> addresses = new ArrayList<>();
+        for (Member member : membership.members()) {
+            String address = member.tag(MemberTags.RAFT_ADDRESS);
+            if (member.isServer() && member.status() == MemberStatus.ALIVE && datacenter.equals(member.tag(MemberTags.DATACENTER))
+                    && address != null && !address.equals(selfAddress)) {
+                addresses.add(address);
+            }
+        }
+        if (addresses.size() + 1 != expect) {
+            report("bootstrap: membership shows " + (addresses.size() + 1) + " servers in " + datacenter + ", expecting "
+                    + expect + "; waiting");
+            return;
+        }
+        List<Future<HelloResponse>> calls = new ArrayList<>();
+        HelloRequest hello = HelloRequest.newBuilder().setFromId(selfId).setDatacenter(datacenter).build();
+        for (String address : addresses) {
+            int colon = address.lastIndexOf(':');
+            SocketAddress socket = SocketAddress.inetSocketAddress(Integer.parseInt(address.substring(colon + 1)), address.substring(0, colon));
+            calls.add(ClusterGrpcClient.create(client, socket).hello(hello));
+        }
+        Future.join(calls).onComplete(ignored -> decide(addresses, calls));
+    }
+
+    private void decide(List<String> addresses, List<Future<HelloResponse>> calls) {
+        if (done) {
+            return;
+        }
+        Map<String, String> addressOfId = new TreeMap<>();
+        addressOfId.put(selfId, selfAddress);
+        for (int i = 0; i < calls.size(); i++) {
+            Future<HelloResponse> call = calls.get(i);
+            if (call.failed()) {
+                report("bootstrap: " + addresses.get(i) + " does not answer yet; waiting");
+                return;
+            }
+            HelloResponse answer = call.result();
+            seen.add(answer.getNodeId());
+            addressOfId.put(answer.getNodeId(), addresses.get(i));
+        }
+        Set<String> ids = addressOfId.keySet();
+        List<Server> servers = new ArrayList<>();
+        addressOfId.forEach((id, address) -> servers.add(new Server(id, address, Suffrage.VOTER)));
+        ClusterConfiguration configuration = new ClusterConfiguration(servers);
+        String expectedClusterId = clusterIdOf(configuration);
+        for (Future<HelloResponse> call : calls) {
+            HelloResponse answer = call.result();
+            if (answer.getHasRaftState()) {
+                if (answer.getClusterId().isEmpty()) {
+                    report("bootstrap: " + answer.getNodeId() + " is bootstrapping; waiting");
+                    return;
+                }
+                if (!expectedClusterId.equals(answer.getClusterId())) {
+                    report("bootstrap: " + answer.getNodeId() + " already has Raft state of another cluster: not bootstrapping");
+                    done = true;
+                    return;
+                }
+                continue; // it bootstrapped this very set already: the same configuration is safe
+            }
+            if (!new TreeSet<>(answer.getSeesList()).equals(ids)) {
+                report("bootstrap: servers do not see the same set yet (" + call.result().getNodeId() + " sees "
+                        + call.result().getSeesList() + ", expected " + ids + "); waiting");
+                return;
+            }
+        }
+        if (!new TreeSet<>(seen).equals(ids)) {
+            report("bootstrap: this server sees " + new TreeSet<>(seen) + ", the others " + ids + "; waiting");
+            return;
+        }
+        done = true;
+        stop();
+        LOG.info("bootstrap: all {} servers agree, bootstrapping the cluster {}", expect, ids);
+        onBootstrap.accept(configuration);
+    }
+
+    private void report(String line) {
+        if (!line.equals(lastReport)) {
+            LOG.info(line);
+            lastReport = line;
+        }
+    }
+}
