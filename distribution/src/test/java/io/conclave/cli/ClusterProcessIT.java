@@ -93,6 +93,13 @@ class ClusterProcessIT {
                 assertEquals("hello", value, "replicated to " + node.raftAddress());
             }
 
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+            assertEquals("true", call("PUT", followers.get(0).httpPort(), "/v1/kv/forwarded", "via-follower").body(),
+                    "a write sent to a follower is forwarded to the leader");
+            assertEquals("via-follower", call("GET", followers.get(1).httpPort(), "/v1/kv/forwarded?raw", null).body(),
+                    "a consistent read on a follower (ReadIndex from the leader) sees it");
+
             long killedAt = System.nanoTime();
             leader.process().process.destroyForcibly(); // SIGKILL
             List<Node> survivors = new ArrayList<>(nodes);

@@ -184,7 +184,8 @@ public final class Agent implements AutoCloseable {
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
                 configuration -> formCluster(configuration, hasRaftState));
-        int port = await(transport.listen(config.bindAddr(), config.ports().server(), bootstrapper.service()));
+        ClusterRpc clusterRpc = new ClusterRpc(bootstrapper, transport);
+        int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;
         ConclaveConfig.Raft timing = config.raft();
         long tick = timing.heartbeatInterval().toMillis();
@@ -197,7 +198,8 @@ public final class Agent implements AutoCloseable {
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
                 transport.sender(), options, null));
         transport.register(node);
-        new KvHttpApi(vertx, node).register(http);
+        clusterRpc.node(node);
+        new KvHttpApi(vertx, node, clusterRpc).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
             formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);

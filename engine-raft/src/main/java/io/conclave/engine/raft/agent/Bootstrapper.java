@@ -8,10 +8,8 @@ import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
-import io.conclave.engine.raft.transport.proto.ClusterGrpcService;
 import io.conclave.engine.raft.transport.proto.HelloRequest;
 import io.conclave.engine.raft.transport.proto.HelloResponse;
-import io.vertx.core.Completable;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
@@ -81,19 +79,14 @@ final class Bootstrapper {
         return UUID.nameUUIDFromBytes(("conclave:" + String.join(",", ids)).getBytes(StandardCharsets.UTF_8)).toString();
     }
 
-    /** The service that answers other servers' Hello. */
-    ClusterGrpcService service() {
-        return new ClusterGrpcService() {
-            @Override
-            protected void hello(HelloRequest request, Completable<HelloResponse> response) {
-                if (!request.getFromId().isEmpty() && datacenter.equals(request.getDatacenter())) {
-                    seen.add(request.getFromId());
-                }
-                response.succeed(HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
-                        .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(new TreeSet<>(seen))
-                        .setClusterId(clusterId.get() == null ? "" : clusterId.get()).build());
-            }
-        };
+    /** Answers another server's Hello: this server's ID, whether it has Raft state, whom it sees. */
+    HelloResponse answer(HelloRequest request) {
+        if (!request.getFromId().isEmpty() && datacenter.equals(request.getDatacenter())) {
+            seen.add(request.getFromId());
+        }
+        return HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
+                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(new TreeSet<>(seen))
+                .setClusterId(clusterId.get() == null ? "" : clusterId.get()).build();
     }
 
     void start() {

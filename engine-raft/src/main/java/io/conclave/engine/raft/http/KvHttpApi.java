@@ -48,10 +48,13 @@ public final class KvHttpApi {
 
     private final Vertx vertx;
     private final RaftNode node;
+    private final LeaderForwarder forwarder;
 
-    public KvHttpApi(Vertx vertx, RaftNode node) {
+    /** @param forwarder where a follower sends writes and linearizable reads; {@code null} to refuse them */
+    public KvHttpApi(Vertx vertx, RaftNode node, LeaderForwarder forwarder) {
         this.vertx = vertx;
         this.node = node;
+        this.forwarder = forwarder;
     }
 
     /** Registers the routes on {@code http}. */
@@ -129,7 +132,7 @@ public final class KvHttpApi {
             return;
         }
         boolean stale = request.params().contains("stale");
-        Future<Long> ready = stale ? Future.succeededFuture(0L) : whileNoLeader(node::readBarrier, deadlineForLeader());
+        Future<Long> ready = stale ? Future.succeededFuture(0L) : whileNoLeader(this::linearizableRead, deadlineForLeader());
         ready.compose(ignored -> awaitIndex(index, wait))
                 .compose(ignored -> node.read(machine -> answerGet((KvStateMachine) machine, request, key)))
                 .onFailure(error -> fail(request, error));
@@ -297,9 +300,30 @@ public final class KvHttpApi {
         });
     }
 
+    /** A ReadIndex barrier here if this server leads, else confirmed by the leader and applied here. */
+    private Future<Long> linearizableRead() {
+        return node.readBarrier().recover(error -> {
+            if (forwarder != null && error instanceof NotLeaderException notLeader && notLeader.leaderId() != null) {
+                return forwarder.readIndex(notLeader.leaderId()).compose(node::awaitApplied);
+            }
+            return Future.failedFuture(error);
+        });
+    }
+
+    /** Proposes here if this server leads, else forwards to the leader (a refusal there is certainly not applied). */
+    private Future<byte[]> propose(byte[] command) {
+        return node.propose(command).recover(error -> {
+            if (forwarder != null && error instanceof NotLeaderException notLeader && notLeader.leaderId() != null
+                    && "NOT_LEADER".equals(notLeader.reason())) {
+                return forwarder.forward(notLeader.leaderId(), command);
+            }
+            return Future.failedFuture(error);
+        });
+    }
+
     private void write(HttpServerRequest request, KvCommand command) {
         byte[] encoded = command.encode();
-        whileNoLeader(() -> node.propose(encoded), deadlineForLeader())
+        whileNoLeader(() -> propose(encoded), deadlineForLeader())
                 .onSuccess(result -> HttpApi.json(request, 200, new String(result, StandardCharsets.UTF_8)))
                 .onFailure(error -> fail(request, error));
     }

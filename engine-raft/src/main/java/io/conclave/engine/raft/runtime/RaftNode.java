@@ -234,6 +234,16 @@ public final class RaftNode {
         return promise.future();
     }
 
+    /** Completes once the state machine has applied {@code index} (a follower serving a forwarded ReadIndex). */
+    public Future<Long> awaitApplied(long index) {
+        Promise<Long> promise = Promise.promise();
+        context.runOnContext(v -> {
+            readsAwaitingApply.add(new Object[] {index, promise});
+            serveReads();
+        });
+        return promise.future();
+    }
+
     /** Runs {@code action} on the node's context with the core, for operators and tests. */
     public <T> Future<T> onCore(java.util.function.Function<RaftCore, T> action) {
         Promise<T> promise = Promise.promise();

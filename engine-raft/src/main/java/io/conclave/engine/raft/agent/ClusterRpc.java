@@ -1,0 +1,117 @@
+package io.conclave.engine.raft.agent;
+
+import com.google.protobuf.ByteString;
+import io.conclave.engine.raft.http.LeaderForwarder;
+import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.OutcomeUnknownException;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.transport.GrpcRaftTransport;
+import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
+import io.conclave.engine.raft.transport.proto.ClusterGrpcService;
+import io.conclave.engine.raft.transport.proto.ForwardRequest;
+import io.conclave.engine.raft.transport.proto.ForwardResponse;
+import io.conclave.engine.raft.transport.proto.HelloRequest;
+import io.conclave.engine.raft.transport.proto.HelloResponse;
+import io.conclave.engine.raft.transport.proto.ReadIndexRequest;
+import io.conclave.engine.raft.transport.proto.ReadIndexResponse;
+import io.vertx.core.Completable;
+import io.vertx.core.Future;
+import io.vertx.core.net.SocketAddress;
+
+/**
+ * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
+ * ReadIndex), and the client side that forwards to the leader. Every forwarded call carries the cluster ID.
+ */
+final class ClusterRpc implements LeaderForwarder {
+
+    private final Bootstrapper bootstrapper;
+    private final GrpcRaftTransport transport;
+    private volatile RaftNode node;
+
+    ClusterRpc(Bootstrapper bootstrapper, GrpcRaftTransport transport) {
+        this.bootstrapper = bootstrapper;
+        this.transport = transport;
+    }
+
+    void node(RaftNode raftNode) {
+        this.node = raftNode;
+    }
+
+    ClusterGrpcService service() {
+        return new ClusterGrpcService() {
+            @Override
+            protected void hello(HelloRequest request, Completable<HelloResponse> response) {
+                response.succeed(bootstrapper.answer(request));
+            }
+
+            @Override
+            protected void forward(ForwardRequest request, Completable<ForwardResponse> response) {
+                RaftNode current = node;
+                if (current == null || !request.getClusterId().equals(transport.clusterId())) {
+                    response.succeed(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
+                            .setMessage("not a server of cluster " + request.getClusterId()).build());
+                    return;
+                }
+                current.propose(request.getCommand().toByteArray()).onComplete((result, error) -> {
+                    ForwardResponse.Builder answer = ForwardResponse.newBuilder();
+                    if (error == null) {
+                        answer.setOutcome(ForwardResponse.Outcome.OK).setResult(ByteString.copyFrom(result == null ? new byte[0] : result));
+                    } else if (error instanceof NotLeaderException notLeader) {
+                        answer.setOutcome(ForwardResponse.Outcome.NOT_APPLIED).setMessage(notLeader.getMessage())
+                                .setLeaderId(notLeader.leaderId() == null ? "" : notLeader.leaderId());
+                    } else {
+                        answer.setOutcome(ForwardResponse.Outcome.UNKNOWN).setMessage(String.valueOf(error.getMessage()));
+                    }
+                    response.succeed(answer.build());
+                });
+            }
+
+            @Override
+            protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
+                RaftNode current = node;
+                if (current == null || !request.getClusterId().equals(transport.clusterId())) {
+                    response.succeed(ReadIndexResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    return;
+                }
+                current.readBarrier().onComplete((index, error) -> response.succeed(error == null
+                        ? ReadIndexResponse.newBuilder().setOk(true).setIndex(index).build()
+                        : ReadIndexResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));
+            }
+        };
+    }
+
+    private ClusterGrpcClient leader(String leaderId) {
+        SocketAddress address = node.configuration().server(leaderId).map(server -> {
+            int colon = server.address().lastIndexOf(':');
+            return SocketAddress.inetSocketAddress(Integer.parseInt(server.address().substring(colon + 1)),
+                    server.address().substring(0, colon));
+        }).orElseThrow(() -> new NotLeaderException("NOT_LEADER", null, null));
+        return ClusterGrpcClient.create(transport.client(), address);
+    }
+
+    @Override
+    public Future<byte[]> forward(String leaderId, byte[] command) {
+        ForwardRequest request = ForwardRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
+                .setCommand(ByteString.copyFrom(command)).build();
+        return leader(leaderId).forward(request).transform(result -> {
+            if (result.failed()) {
+                return Future.failedFuture(new OutcomeUnknownException("forwarding to the leader failed: " + result.cause().getMessage()));
+            }
+            ForwardResponse answer = result.result();
+            return switch (answer.getOutcome()) {
+                case OK -> Future.succeededFuture(answer.getResult().toByteArray());
+                case NOT_APPLIED -> Future.failedFuture(new NotLeaderException("NOT_APPLIED",
+                        answer.getLeaderId().isEmpty() ? null : answer.getLeaderId(), null));
+                default -> Future.failedFuture(new OutcomeUnknownException(answer.getMessage()));
+            };
+        });
+    }
+
+    @Override
+    public Future<Long> readIndex(String leaderId) {
+        ReadIndexRequest request = ReadIndexRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId())).build();
+        return leader(leaderId).readIndex(request).compose(answer -> answer.getOk()
+                ? Future.succeededFuture(answer.getIndex())
+                : Future.failedFuture(new NotLeaderException("NOT_LEADER", null, null)));
+    }
+}
