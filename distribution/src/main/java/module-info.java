@@ -3,6 +3,7 @@ module io.conclave.cli {
     requires io.conclave.engine.raft;
     requires info.picocli;
     requires java.net.http;
+    requires HdrHistogram;
     requires org.slf4j;
 
     opens io.conclave.cli to info.picocli;
