@@ -871,15 +871,23 @@ public final class RaftCore {
         return true;
     }
 
-    private void handleAppendResponse(Message message) {
+    /** The follower that answered, its contact noted; {@code null} when this server no longer leads or forgot it. */
+    private Progress answeringFollower(Message message) {
         if (role != Role.LEADER) {
-            return;
+            return null;
         }
         Progress pr = progress.get(message.from());
+        if (pr != null) {
+            markContact(pr, message);
+        }
+        return progress.get(message.from()); // markContact may have dropped a departed server
+    }
+
+    private void handleAppendResponse(Message message) {
+        Progress pr = answeringFollower(message);
         if (pr == null) {
             return;
         }
-        markContact(pr, message);
         if (message.reject()) {
             if (pr.state == Progress.State.SNAPSHOT) {
                 pr.becomeProbe();
@@ -925,14 +933,10 @@ public final class RaftCore {
     }
 
     private void handleHeartbeatResponse(Message message) {
-        if (role != Role.LEADER) {
-            return;
-        }
-        Progress pr = progress.get(message.from());
+        Progress pr = answeringFollower(message);
         if (pr == null) {
             return;
         }
-        markContact(pr, message);
         pr.probeSent = false;
         if (pr.isPaused()) {
             pr.freeFirstInflight();

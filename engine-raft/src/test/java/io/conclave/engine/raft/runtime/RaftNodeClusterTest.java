@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import io.conclave.engine.raft.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -75,38 +76,15 @@ class RaftNodeClusterTest {
     }
 
     private static <T> T await(Future<T> future) throws Exception {
-        return future.toCompletionStage().toCompletableFuture().get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        return Await.result(future);
     }
 
     private static void poll(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within " + DEADLINE + ": " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
-    private RaftNode leader() throws Exception {
-        for (RaftNode node : transport.nodes.values()) {
-            if (!transport.down.contains(node.id()) && await(node.onCore(core -> core.role() == Role.LEADER))) {
-                return node;
-            }
-        }
-        return null;
+        Await.until(what, condition);
     }
 
     private RaftNode awaitLeader() throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (System.nanoTime() < deadline) {
-            RaftNode leader = leader();
-            if (leader != null) {
-                return leader;
-            }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("no leader within " + DEADLINE);
+        return Await.leader(transport.nodes.values().stream().filter(node -> !transport.down.contains(node.id())).toList());
     }
 
     private static byte[] put(String key, String value) {
@@ -131,7 +109,8 @@ class RaftNodeClusterTest {
         for (RaftNode node : transport.nodes.values()) {
             poll(node.id() + " applies everything", () -> {
                 try {
-                    return commitIndex(node) >= written;
+                    return commitIndex(node) >= written
+                            && await(node.query("k99".getBytes(StandardCharsets.UTF_8))) != null;
                 } catch (Exception e) {
                     return false;
                 }
@@ -161,9 +140,10 @@ class RaftNodeClusterTest {
         startNode(stopped);
         RaftNode restarted = transport.nodes.get(stopped);
         long target = await(second.onCore(core -> core.commitIndex()));
-        poll("the restarted node catches up", () -> {
+        poll("the restarted node catches up and applies", () -> {
             try {
-                return commitIndex(restarted) >= target;
+                return commitIndex(restarted) >= target
+                        && java.util.Arrays.equals("y".getBytes(StandardCharsets.UTF_8), await(restarted.query("last".getBytes(StandardCharsets.UTF_8))));
             } catch (Exception e) {
                 return false;
             }

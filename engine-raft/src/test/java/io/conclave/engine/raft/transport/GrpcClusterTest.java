@@ -33,6 +33,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import io.conclave.engine.raft.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -97,30 +98,15 @@ class GrpcClusterTest {
     }
 
     private static <T> T await(Future<T> future) throws Exception {
-        return future.toCompletionStage().toCompletableFuture().get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        return Await.result(future);
     }
 
     private static void poll(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within " + DEADLINE + ": " + what);
-            }
-            Thread.sleep(10);
-        }
+        Await.until(what, condition);
     }
 
     private RaftNode awaitLeader() throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (System.nanoTime() < deadline) {
-            for (RaftNode node : nodes.values()) {
-                if (await(node.onCore(core -> core.role() == Role.LEADER))) {
-                    return node;
-                }
-            }
-            Thread.sleep(10);
-        }
-        throw new AssertionError("no leader within " + DEADLINE);
+        return Await.leader(nodes.values());
     }
 
     private static byte[] put(String key, byte[] value) {
