@@ -18,6 +18,7 @@ import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.http.MetricsHttpApi;
 import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.RaftNode;
@@ -201,6 +202,7 @@ public final class Agent implements AutoCloseable {
         clusterRpc.node(node);
         new KvHttpApi(vertx, node, clusterRpc).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
+        new MetricsHttpApi(node).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
             formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
         } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
@@ -213,12 +215,16 @@ public final class Agent implements AutoCloseable {
     /** Bootstraps this server's first configuration and takes the cluster ID derived from it. */
     private void formCluster(ClusterConfiguration configuration, java.util.concurrent.atomic.AtomicBoolean hasRaftState) {
         String clusterId = Bootstrapper.clusterIdOf(configuration);
-        transport.clusterId(clusterId); // before the state shows: a Hello must never see state without its cluster
-        hasRaftState.set(true);
-        vertx.executeBlocking(() -> {
-            storage.stable().put(CLUSTER_ID_KEY, clusterId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            return null;
-        }).compose(v -> node.bootstrap(configuration)).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
+        // Order matters: the node bootstraps before the transport accepts the cluster's traffic (a leader's
+        // appends must not reach an empty core), and the cluster ID is set before the state shows in Hello.
+        node.bootstrap(configuration).compose(v -> {
+            transport.clusterId(clusterId);
+            hasRaftState.set(true);
+            return vertx.executeBlocking(() -> {
+                storage.stable().put(CLUSTER_ID_KEY, clusterId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                return null;
+            });
+        }).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
     }
 
     private SocketAddress addressOf(String nodeId) {

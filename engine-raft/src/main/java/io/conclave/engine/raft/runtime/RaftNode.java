@@ -58,7 +58,7 @@ public final class RaftNode {
         }
     }
 
-    private record Pending(Promise<byte[]> promise, long index, long term) {
+    private record Pending(Promise<byte[]> promise, long index, long term, long proposedNanos) {
     }
 
     private final String id;
@@ -76,6 +76,7 @@ public final class RaftNode {
     private final List<Object[]> readsAwaitingApply = new ArrayList<>();
     private final Map<String, byte[]> receivedSnapshots = new HashMap<>();
     private final List<Consumer<CoreEvent>> listeners = new ArrayList<>();
+    private final NodeMetrics metrics = new NodeMetrics();
     private long nextRequestId = 1;
     private long applied;
     private long snapshotIndex;
@@ -184,7 +185,7 @@ public final class RaftNode {
 
     private void handleOutcome(ProposalOutcome outcome, Promise<byte[]> promise) {
         if (outcome instanceof ProposalOutcome.Appended appended) {
-            pendingWrites.put(appended.index(), new Pending(promise, appended.index(), appended.term()));
+            pendingWrites.put(appended.index(), new Pending(promise, appended.index(), appended.term(), System.nanoTime()));
         } else if (outcome instanceof ProposalOutcome.Held held) {
             heldWrites.put(held.requestId(), promise);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
@@ -207,10 +208,17 @@ public final class RaftNode {
 
     /** Bootstraps a node that has no Raft state with {@code initial} as its first configuration. */
     public Future<Void> bootstrap(ClusterConfiguration initial) {
-        return onCore(core -> {
-            core.bootstrap(initial);
-            return null;
+        Promise<Void> promise = Promise.promise();
+        context.runOnContext(v -> {
+            try {
+                core.bootstrap(initial);
+                promise.complete();
+            } catch (IllegalStateException e) {
+                promise.fail(e);
+            }
+            pump();
         });
+        return promise.future();
     }
 
     /** Hands leadership to {@code targetId}, or to the most up-to-date voter when {@code null}. */
@@ -277,6 +285,28 @@ public final class RaftNode {
         return status;
     }
 
+    /** The runtime's latency samples and snapshot count (any thread). */
+    public NodeMetrics metrics() {
+        return metrics;
+    }
+
+    /** A copy of the core's counters, taken on the node's context. */
+    public Future<Map<String, Long>> coreCounters() {
+        return onCore(core -> {
+            Map<String, Long> counters = new java.util.TreeMap<>();
+            io.conclave.engine.raft.core.RaftMetrics raft = core.metrics();
+            counters.put("raft.prevote.started", raft.preVotesStarted());
+            counters.put("raft.election.started", raft.electionsStarted());
+            counters.put("raft.election.won", raft.electionsWon());
+            counters.put("raft.leadership.transfer", raft.leadershipTransfers());
+            counters.put("raft.proposals.committed", raft.proposalsCommitted());
+            raft.votesRefused().forEach((reason, count) -> counters.put("raft.vote.refused|reason=" + reason.label(), count));
+            raft.preVotesRefused().forEach((reason, count) -> counters.put("raft.prevote.refused|reason=" + reason.label(), count));
+            counters.put("raft.term", core.term());
+            return counters;
+        });
+    }
+
     /** Registers a listener of core events, called on the node's context. */
     public void subscribe(Consumer<CoreEvent> listener) {
         context.runOnContext(v -> listeners.add(listener));
@@ -315,7 +345,9 @@ public final class RaftNode {
             }
             persisting = true;
             storageWorker.<Void>executeBlocking(() -> {
+                long started = System.nanoTime();
                 persist(ready);
+                metrics.record(NodeMetrics.FSYNC_LATENCY, System.nanoTime() - started);
                 return null;
             }).onComplete(result -> {
                 persisting = false;
@@ -383,8 +415,12 @@ public final class RaftNode {
             CoreEventLog.log(id, event);
             listeners.forEach(listener -> listener.accept(event));
         }
+        long applyStarted = System.nanoTime();
         for (LogEntry entry : ready.committedEntries()) {
             apply(entry);
+        }
+        if (!ready.committedEntries().isEmpty()) {
+            metrics.record(NodeMetrics.APPLY_LATENCY, System.nanoTime() - applyStarted);
         }
         for (ProposalOutcome outcome : ready.outcomes()) {
             Promise<byte[]> held = heldWrites.remove(outcome.requestId());
@@ -431,6 +467,7 @@ public final class RaftNode {
         Pending pending = pendingWrites.remove(entry.index());
         if (pending != null) {
             if (pending.term() == entry.term()) {
+                metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
                 pending.promise().complete(result);
             } else {
                 pending.promise().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
@@ -498,6 +535,7 @@ public final class RaftNode {
         }).onComplete(result -> {
             snapshotting = false;
             if (result.succeeded()) {
+                metrics.snapshotTaken();
                 snapshotIndex = index;
                 core.snapshotTaken(result.result(), compactTo);
             } else {

@@ -101,6 +101,23 @@ class KvApiTest {
     }
 
     @Test
+    void metrics_come_in_consuls_json_shape_and_in_prometheus_text() throws Exception {
+        put("/v1/kv/measured", "1");
+        JsonObject metrics = new JsonObject(call(HttpMethod.GET, "/v1/agent/metrics", null).body());
+        assertTrue(metrics.containsKey("Timestamp") && metrics.containsKey("Gauges") && metrics.containsKey("Samples"));
+        JsonArray counters = metrics.getJsonArray("Counters");
+        JsonObject won = counters.stream().map(JsonObject.class::cast).filter(c -> c.getString("Name").equals("raft.election.won"))
+                .findFirst().orElseThrow();
+        assertEquals(1, won.getLong("Count"), "the single server won one election");
+        assertTrue(metrics.getJsonArray("Samples").stream().map(JsonObject.class::cast)
+                .anyMatch(sample -> sample.getString("Name").equals("raft.fsync.latency") && sample.getLong("Count") > 0));
+        String prometheus = call(HttpMethod.GET, "/v1/agent/metrics?format=prometheus", null).body();
+        assertTrue(prometheus.contains("conclave_raft_election_won 1"), prometheus);
+        assertTrue(prometheus.contains("conclave_raft_commit_latency_ms_count"), prometheus);
+        assertEquals(400, call(HttpMethod.GET, "/v1/agent/metrics?format=xml", null).status());
+    }
+
+    @Test
     void bad_input_gets_400_413_or_404_and_changes_nothing() throws Exception {
         put("/v1/kv/guarded", "safe");
         String index = call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index");

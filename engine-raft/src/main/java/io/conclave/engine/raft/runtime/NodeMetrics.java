@@ -1,0 +1,70 @@
+package io.conclave.engine.raft.runtime;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The runtime's measurements beside the core's counters: latency samples (count, sum, min, max), kept as
+ * Consul keeps its "Samples". Written on the node's context and worker, read by the HTTP API.
+ */
+public final class NodeMetrics {
+
+    /** One latency series, in milliseconds. */
+    public static final class Sample {
+        private long count;
+        private double sum;
+        private double min = Double.MAX_VALUE;
+        private double max;
+
+        synchronized void record(double millis) {
+            count++;
+            sum += millis;
+            min = Math.min(min, millis);
+            max = Math.max(max, millis);
+        }
+
+        public synchronized long count() {
+            return count;
+        }
+
+        public synchronized double sum() {
+            return sum;
+        }
+
+        public synchronized double min() {
+            return count == 0 ? 0 : min;
+        }
+
+        public synchronized double max() {
+            return max;
+        }
+
+        public synchronized double mean() {
+            return count == 0 ? 0 : sum / count;
+        }
+    }
+
+    public static final String COMMIT_LATENCY = "raft.commit.latency";
+    public static final String APPLY_LATENCY = "raft.apply.latency";
+    public static final String FSYNC_LATENCY = "raft.fsync.latency";
+
+    private final Map<String, Sample> samples = new ConcurrentHashMap<>();
+    private volatile long snapshots;
+
+    void record(String name, long nanos) {
+        samples.computeIfAbsent(name, key -> new Sample()).record(nanos / 1_000_000.0);
+    }
+
+    void snapshotTaken() {
+        snapshots++;
+    }
+
+    public long snapshots() {
+        return snapshots;
+    }
+
+    public Map<String, Sample> samples() {
+        return new TreeMap<>(samples);
+    }
+}
