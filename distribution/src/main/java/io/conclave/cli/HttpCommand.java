@@ -19,11 +19,20 @@ abstract class HttpCommand {
 
     /** GETs a path; prints an error and returns {@code null} when the agent cannot be reached or refuses. */
     String get(String path) {
+        return send("GET", path, TIMEOUT);
+    }
+
+    /** PUTs to a path (no body); as {@link #get}. */
+    String put(String path, Duration timeout) {
+        return send("PUT", path, timeout);
+    }
+
+    private String send(String method, String path, Duration timeout) {
         String url = (httpAddress.startsWith("http") ? httpAddress : "http://" + httpAddress) + path;
         try {
             HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
-            HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(TIMEOUT).GET().build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
+                    .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
             if (response.statusCode() != 200) {
                 System.err.println("Error: " + url + " answered " + response.statusCode() + ": " + response.body().strip());
                 return null;

@@ -8,6 +8,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -64,22 +65,78 @@ class ClusterProcessIT {
         throw new AssertionError("the servers did not agree on a leader within " + DEADLINE + logs);
     }
 
+    private static void startCluster(Path work, List<Node> nodes) throws Exception {
+        List<Integer> raftPorts = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
+        List<String> addresses = raftPorts.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
+        for (int i = 0; i < 3; i++) {
+            int http = AgentProcess.freePort();
+            Path config = work.resolve("s" + i + ".json");
+            Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
+                    + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"100ms\", \"static_servers\": " + addresses
+                    + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
+            nodes.add(new Node(AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
+                    "127.0.0.1:" + raftPorts.get(i)));
+        }
+    }
+
+    private static long term(Node node) throws Exception {
+        JsonObject raft = new JsonObject(call("GET", node.httpPort(), "/v1/agent/self", null).body())
+                .getJsonObject("Stats").getJsonObject("raft");
+        return Long.parseLong(raft.getString("term"));
+    }
+
+    private static long voteRequestsRefused(Node node) throws Exception {
+        JsonObject metrics = new JsonObject(call("GET", node.httpPort(), "/v1/agent/metrics", null).body());
+        return metrics.getJsonArray("Counters").stream().map(JsonObject.class::cast)
+                .filter(counter -> counter.getString("Name").endsWith(".refused"))
+                .mapToLong(counter -> counter.getLong("Count")).sum();
+    }
+
+    @Test
+    void when_servers_leave_then_a_follower_costs_no_election_and_the_leader_exactly_one(@TempDir Path work) throws Exception {
+        List<Node> nodes = new ArrayList<>();
+        try {
+            startCluster(work, nodes);
+            Node leader = awaitAgreedLeader(nodes);
+            long term = term(leader);
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+
+            Node leaving = followers.get(0);
+            long refusedBefore = voteRequestsRefused(leader) + voteRequestsRefused(followers.get(1));
+            assertEquals(200, call("PUT", leaving.httpPort(), "/v1/agent/leave", null).statusCode());
+            assertEquals(0, leaving.process().awaitExit(DEADLINE), "the follower left and exited 0");
+            List<Node> remaining = List.of(leader, followers.get(1));
+            assertEquals(leader, awaitAgreedLeader(remaining));
+            assertEquals(term, term(leader), "a follower's leave changes no term");
+            assertEquals(term, term(followers.get(1)));
+            assertEquals(refusedBefore, voteRequestsRefused(leader) + voteRequestsRefused(followers.get(1)),
+                    "nobody had to refuse a vote request since the leave: the removed server never asked");
+            JsonObject configuration = new JsonObject(call("GET", leader.httpPort(), "/v1/operator/raft/configuration", null).body());
+            assertEquals(2, configuration.getJsonArray("Servers").size());
+
+            try (AgentProcess command = AgentProcess.start(work, "leave", "-http-addr", "127.0.0.1:" + leader.httpPort())) {
+                assertEquals(0, command.awaitExit(DEADLINE), "conclave leave: " + command.output());
+                assertTrue(command.output().contains("Graceful leave complete"), command.output());
+            }
+            assertEquals(0, leader.process().awaitExit(DEADLINE), "the leader handed over, left and exited 0");
+            Node survivor = followers.get(1);
+            assertEquals(survivor, awaitAgreedLeader(List.of(survivor)));
+            assertEquals(term + 1, term(survivor), "the leader's leave cost exactly one election");
+            assertEquals("true", call("PUT", survivor.httpPort(), "/v1/kv/still", "serving").body());
+        } finally {
+            for (Node node : nodes) {
+                node.process().close();
+            }
+        }
+    }
+
     @Test
     void when_three_agents_list_each_other_then_they_form_a_cluster_replicate_and_survive_the_leaders_kill(@TempDir Path work)
             throws Exception {
-        List<Integer> raftPorts = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
-        List<String> addresses = raftPorts.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
         List<Node> nodes = new ArrayList<>();
         try {
-            for (int i = 0; i < 3; i++) {
-                int http = AgentProcess.freePort();
-                Path config = work.resolve("s" + i + ".json");
-                Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
-                        + "\", \"bootstrap_expect\": 3, \"static_servers\": " + addresses
-                        + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
-                nodes.add(new Node(AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
-                        "127.0.0.1:" + raftPorts.get(i)));
-            }
+            startCluster(work, nodes);
             Node leader = awaitAgreedLeader(nodes);
             assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/greeting", "hello").body());
             for (Node node : nodes) {

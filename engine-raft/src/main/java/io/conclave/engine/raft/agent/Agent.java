@@ -74,6 +74,9 @@ public final class Agent implements AutoCloseable {
     private ServerRemovalPolicy removalPolicy;
     private GrpcRaftTransport transport;
     private Bootstrapper bootstrapper;
+    private ClusterRpc clusterRpc;
+    private final io.vertx.core.Promise<Void> terminated = io.vertx.core.Promise.promise();
+    private volatile boolean leaving;
     private RaftNode node;
     private int httpPort;
     private boolean stopped;
@@ -185,7 +188,7 @@ public final class Agent implements AutoCloseable {
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
                 configuration -> formCluster(configuration, hasRaftState));
-        ClusterRpc clusterRpc = new ClusterRpc(bootstrapper, transport);
+        clusterRpc = new ClusterRpc(bootstrapper, transport);
         int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;
         ConclaveConfig.Raft timing = config.raft();
@@ -228,15 +231,19 @@ public final class Agent implements AutoCloseable {
     }
 
     private SocketAddress addressOf(String nodeId) {
-        return node == null ? null : node.configuration().server(nodeId).map(server -> {
-            int colon = server.address().lastIndexOf(':');
-            return SocketAddress.inetSocketAddress(Integer.parseInt(server.address().substring(colon + 1)),
-                    server.address().substring(0, colon));
-        }).orElse(null);
+        String address = node == null ? null : node.addressOf(nodeId);
+        if (address == null) {
+            return null;
+        }
+        int colon = address.lastIndexOf(':');
+        return SocketAddress.inetSocketAddress(Integer.parseInt(address.substring(colon + 1)), address.substring(0, colon));
     }
 
     private Future<Integer> startHttp() {
         http.route(HttpMethod.GET, "/v1/agent/self", request -> HttpApi.json(request, 200, self()));
+        http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave()
+                .onSuccess(v -> request.response().setStatusCode(200).end())
+                .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
             String leader = node.status().leaderId();
             String address = leader == null ? "" : node.configuration().server(leader).map(Server::address).orElse("");
@@ -331,6 +338,68 @@ public final class Agent implements AutoCloseable {
         return text.toString();
     }
 
+    /**
+     * Leaves the cluster, as DESIGN.md's leave flow: this server stops campaigning and refuses TimeoutNow; a
+     * leader hands leadership over first (the core does, falling back to removing itself); the leader is
+     * asked to remove this server (the step autopilot will take once it exists); once the removal commits the
+     * removal policy stops the Raft machinery; membership announces LEFT; after {@code leave_drain_time} the
+     * agent stops. Completes when the removal committed (or at once for a single server).
+     */
+    public Future<Void> leave() {
+        if (leaving) {
+            return Future.failedFuture(new IllegalStateException("already leaving"));
+        }
+        leaving = true;
+        LOG.info("leaving the cluster");
+        io.vertx.core.Promise<Void> removed = io.vertx.core.Promise.promise();
+        node.subscribe(event -> {
+            if (event instanceof io.conclave.engine.raft.core.CoreEvent.Removed) {
+                removed.tryComplete();
+            }
+        });
+        return node.onCore(core -> {
+            core.leave();
+            return core.configuration().voterCount() == 1 && core.configuration().isVoter(identity.nodeId());
+        }).compose(alone -> {
+            if (alone) {
+                removed.tryComplete(); // a single server that leaves just stops
+            } else {
+                askLeaderToRemove(removed, System.nanoTime() + LEAVE_TIMEOUT.toNanos());
+            }
+            return removed.future();
+        }).onSuccess(v -> membership.leave(config.leaveDrainTime())
+                .eventually(() -> Future.future(done -> vertx.setTimer(Math.max(1, config.leaveDrainTime().toMillis()),
+                        id -> done.complete())))
+                .onComplete(ignored -> new Thread(this::stop, "conclave-leave").start())); // stop() closes Vert.x: not on its threads
+    }
+
+    private static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(60);
+
+    private void askLeaderToRemove(io.vertx.core.Promise<Void> removed, long deadline) {
+        if (removed.future().isComplete()) {
+            return;
+        }
+        if (System.nanoTime() > deadline) {
+            removed.tryFail("the removal did not commit within " + LEAVE_TIMEOUT);
+            return;
+        }
+        String leader = node.status().leaderId();
+        Future<Void> attempt = leader == null || leader.equals(identity.nodeId())
+                ? Future.succeededFuture() // no leader yet, or still leading: the core is handing over
+                : clusterRpc.removeServer(leader, identity.nodeId());
+        attempt.onComplete(result -> {
+            if (result.failed()) {
+                LOG.info("leave: the leader {} did not remove this server yet: {}; asking again", leader, result.cause().getMessage());
+            }
+            vertx.setTimer(200, id -> askLeaderToRemove(removed, deadline));
+        });
+    }
+
+    /** Completes once the agent stopped, by a signal or by leaving. */
+    public Future<Void> terminated() {
+        return terminated.future();
+    }
+
     public int httpPort() {
         return httpPort;
     }
@@ -378,6 +447,7 @@ public final class Agent implements AutoCloseable {
             }
         }
         LOG.info("agent stopped");
+        terminated.tryComplete();
     }
 
     @Override

@@ -61,6 +61,7 @@ public final class AgentLauncher {
             agent.stop();
             stopped.countDown();
         }, "conclave-shutdown"));
+        agent.terminated().onComplete(ignored -> stopped.countDown()); // it left the cluster: exit 0
         try {
             stopped.await();
         } catch (InterruptedException e) {

@@ -14,6 +14,8 @@ import io.conclave.engine.raft.transport.proto.HelloRequest;
 import io.conclave.engine.raft.transport.proto.HelloResponse;
 import io.conclave.engine.raft.transport.proto.ReadIndexRequest;
 import io.conclave.engine.raft.transport.proto.ReadIndexResponse;
+import io.conclave.engine.raft.transport.proto.RemoveServerRequest;
+import io.conclave.engine.raft.transport.proto.RemoveServerResponse;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
 import io.vertx.core.net.SocketAddress;
@@ -67,6 +69,19 @@ final class ClusterRpc implements LeaderForwarder {
             }
 
             @Override
+            protected void removeServer(RemoveServerRequest request, Completable<RemoveServerResponse> response) {
+                RaftNode current = node;
+                if (current == null || !request.getClusterId().equals(transport.clusterId())) {
+                    response.succeed(RemoveServerResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    return;
+                }
+                current.changeConfiguration(io.conclave.engine.raft.core.ConfigChange.remove(request.getServerId()))
+                        .onComplete((ignored, error) -> response.succeed(error == null
+                                ? RemoveServerResponse.newBuilder().setOk(true).build()
+                                : RemoveServerResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));
+            }
+
+            @Override
             protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
@@ -105,6 +120,14 @@ final class ClusterRpc implements LeaderForwarder {
                 default -> Future.failedFuture(new OutcomeUnknownException(answer.getMessage()));
             };
         });
+    }
+
+    /** Asks the leader to remove {@code serverId} from the configuration; completes when it committed. */
+    Future<Void> removeServer(String leaderId, String serverId) {
+        RemoveServerRequest request = RemoveServerRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
+                .setServerId(serverId).build();
+        return leader(leaderId).removeServer(request).compose(answer -> answer.getOk()
+                ? Future.succeededFuture() : Future.failedFuture(new IllegalStateException(answer.getMessage())));
     }
 
     @Override

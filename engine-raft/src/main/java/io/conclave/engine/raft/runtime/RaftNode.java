@@ -85,6 +85,8 @@ public final class RaftNode {
     private boolean stopped;
     private long timerId = -1;
     private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
+    /** Every server address seen in a configuration: a removed server still gets the commit of its removal. */
+    private final Map<String, String> knownAddresses = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0);
 
     /** What the node reports about itself, readable from any thread (updated after every batch). */
@@ -275,6 +277,11 @@ public final class RaftNode {
         return promise.future();
     }
 
+    /** The address of a server in the configuration or in an earlier one, or {@code null} (any thread). */
+    public String addressOf(String serverId) {
+        return knownAddresses.get(serverId);
+    }
+
     /** The latest configuration, as of the last batch (any thread). */
     public ClusterConfiguration configuration() {
         return configurationSnapshot;
@@ -440,7 +447,10 @@ public final class RaftNode {
         }
         serveReads();
         core.advance(ready);
-        configurationSnapshot = core.configuration();
+        if (configurationSnapshot != core.configuration()) {
+            configurationSnapshot = core.configuration();
+            configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
+        }
         status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied);
         if (core.role() != Role.LEADER) {
             failWritesOfLostLeadership();
