@@ -232,11 +232,7 @@ public final class Agent implements AutoCloseable {
 
     private SocketAddress addressOf(String nodeId) {
         String address = node == null ? null : node.addressOf(nodeId);
-        if (address == null) {
-            return null;
-        }
-        int colon = address.lastIndexOf(':');
-        return SocketAddress.inetSocketAddress(Integer.parseInt(address.substring(colon + 1)), address.substring(0, colon));
+        return address == null ? null : GrpcRaftTransport.socketAddress(address);
     }
 
     private Future<Integer> startHttp() {

@@ -12,7 +12,7 @@ import io.conclave.engine.raft.transport.proto.HelloRequest;
 import io.conclave.engine.raft.transport.proto.HelloResponse;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.net.SocketAddress;
+import io.conclave.engine.raft.transport.GrpcRaftTransport;
 import io.vertx.grpc.client.GrpcClient;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -124,9 +124,7 @@ final class Bootstrapper {
         List<Future<HelloResponse>> calls = new ArrayList<>();
         HelloRequest hello = HelloRequest.newBuilder().setFromId(selfId).setDatacenter(datacenter).build();
         for (String address : addresses) {
-            int colon = address.lastIndexOf(':');
-            SocketAddress socket = SocketAddress.inetSocketAddress(Integer.parseInt(address.substring(colon + 1)), address.substring(0, colon));
-            calls.add(ClusterGrpcClient.create(client, socket).hello(hello));
+            calls.add(ClusterGrpcClient.create(client, GrpcRaftTransport.socketAddress(address)).hello(hello));
         }
         Future.join(calls).onComplete(ignored -> decide(addresses, calls));
     }

@@ -18,7 +18,6 @@ import io.conclave.engine.raft.transport.proto.RemoveServerRequest;
 import io.conclave.engine.raft.transport.proto.RemoveServerResponse;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
-import io.vertx.core.net.SocketAddress;
 
 /**
  * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
@@ -96,12 +95,11 @@ final class ClusterRpc implements LeaderForwarder {
     }
 
     private ClusterGrpcClient leader(String leaderId) {
-        SocketAddress address = node.configuration().server(leaderId).map(server -> {
-            int colon = server.address().lastIndexOf(':');
-            return SocketAddress.inetSocketAddress(Integer.parseInt(server.address().substring(colon + 1)),
-                    server.address().substring(0, colon));
-        }).orElseThrow(() -> new NotLeaderException("NOT_LEADER", null, null));
-        return ClusterGrpcClient.create(transport.client(), address);
+        String address = node.addressOf(leaderId);
+        if (address == null) {
+            throw new NotLeaderException("NOT_LEADER", null, null);
+        }
+        return ClusterGrpcClient.create(transport.client(), GrpcRaftTransport.socketAddress(address));
     }
 
     @Override

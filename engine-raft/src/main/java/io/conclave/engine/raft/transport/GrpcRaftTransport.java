@@ -91,6 +91,12 @@ public final class GrpcRaftTransport {
         localNodes.remove(nodeId);
     }
 
+    /** A {@code host:port} address as Vert.x takes it. */
+    public static SocketAddress socketAddress(String hostPort) {
+        int colon = hostPort.lastIndexOf(':');
+        return SocketAddress.inetSocketAddress(Integer.parseInt(hostPort.substring(colon + 1)), hostPort.substring(0, colon));
+    }
+
     /** The sending side for one local node. */
     public RaftNode.Transport sender() {
         return this::send;
