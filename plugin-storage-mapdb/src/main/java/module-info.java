@@ -1,6 +1,7 @@
 /**
- * MapDB storage for Conclave: the Raft log and the stable store in one transactional MapDB file (one commit,
- * two syncs, per appended batch), snapshots as files beside it; CRC32C on every record, checked on read.
+ * MapDB storage for Conclave: term, vote and the log's first index in a transactional MapDB file; the log in
+ * CRC32C-framed append-only segment files (one write and one sync per appended batch); snapshots as files
+ * beside them. Every record is checked on read.
  */
 module io.conclave.plugin.storage.mapdb {
     requires io.conclave.api;

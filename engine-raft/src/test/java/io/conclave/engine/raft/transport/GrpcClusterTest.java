@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
+import io.conclave.api.storage.Storage;
 import io.conclave.engine.raft.builtin.InMemoryStorage;
 import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
 import io.conclave.engine.raft.core.Message;
@@ -51,7 +52,7 @@ class GrpcClusterTest {
 
     private Vertx vertx;
     private final Map<String, Integer> ports = new HashMap<>();
-    private final Map<String, InMemoryStorage> storages = new HashMap<>();
+    private final Map<String, Storage> storages = new HashMap<>();
     private final Map<String, GrpcRaftTransport> transports = new HashMap<>();
     private final Map<String, RaftNode> nodes = new HashMap<>();
     private ClusterConfiguration configuration;
@@ -65,7 +66,6 @@ class GrpcClusterTest {
                 ports.put(id, socket.getLocalPort());
             }
             servers.add(new Server(id, "127.0.0.1:" + ports.get(id), Suffrage.VOTER));
-            storages.put(id, new InMemoryStorage());
         }
         configuration = new ClusterConfiguration(servers);
         for (String id : ports.keySet()) {
@@ -81,7 +81,20 @@ class GrpcClusterTest {
         await(vertx.close());
     }
 
+    /**
+     * The storage a server starts with; called at every start, so a durable store is reopened from its files.
+     * This class keeps in-memory stores across restarts; {@code GrpcClusterMapDbTest} reopens MapDB.
+     */
+    protected Storage openStorage(String id, Storage previous) throws Exception {
+        return previous != null ? previous : new InMemoryStorage();
+    }
+
+    /** Called after a server's node stopped; a durable store closes its files here. */
+    protected void closeStorage(Storage storage) throws Exception {
+    }
+
     private void startNode(String id) throws Exception {
+        storages.put(id, openStorage(id, storages.get(id)));
         GrpcRaftTransport transport = new GrpcRaftTransport(vertx, CLUSTER,
                 peer -> ports.containsKey(peer) ? SocketAddress.inetSocketAddress(ports.get(peer), "127.0.0.1") : null);
         assertEquals(ports.get(id), await(transport.listen("127.0.0.1", ports.get(id))));
@@ -95,6 +108,7 @@ class GrpcClusterTest {
     private void stopNode(String id) throws Exception {
         await(nodes.remove(id).stop());
         await(transports.remove(id).close());
+        closeStorage(storages.get(id));
     }
 
     private static <T> T await(Future<T> future) throws Exception {
@@ -152,6 +166,28 @@ class GrpcClusterTest {
         RaftNode restarted = nodes.get(stopped);
         poll("the restarted server catches up from a snapshot in chunks", () -> holds(restarted, "last", last));
         assertTrue(holds(restarted, "big", big));
+    }
+
+    @Test
+    void when_a_stopped_follower_restarts_then_it_catches_up_from_the_log() throws Exception {
+        RaftNode leader = awaitLeader();
+        String follower = nodes.keySet().stream().filter(id -> !id.equals(leader.id())).findFirst().orElseThrow();
+        byte[] before = "before".getBytes(StandardCharsets.UTF_8);
+        await(leader.propose(put("before", before)));
+        poll(follower + " holds the first value", () -> holds(nodes.get(follower), "before", before));
+        stopNode(follower);
+
+        byte[] after = "after".getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 20; i++) {
+            await(leader.propose(put("while-down-" + i, after)));
+        }
+        assertEquals(0, leader.metrics().snapshots(), "20 entries stay below the compaction point");
+
+        startNode(follower);
+        RaftNode restarted = nodes.get(follower);
+        poll(follower + " catches up", () -> holds(restarted, "while-down-19", after));
+        assertTrue(holds(restarted, "before", before), "what it had before the stop survived the restart");
+        assertTrue(storages.get(follower).snapshots().list().isEmpty(), "caught up from the log: no snapshot was sent");
     }
 
     @Test

@@ -1,0 +1,26 @@
+package io.conclave.engine.raft.transport;
+
+import io.conclave.api.storage.Storage;
+import io.conclave.plugin.storage.mapdb.MapDbStorage;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link GrpcClusterTest} with the shipped MapDB storage: every start reopens the server's store from its
+ * files, so the restart cases prove what was synced survives and is found again.
+ */
+class GrpcClusterMapDbTest extends GrpcClusterTest {
+
+    @TempDir
+    Path folder;
+
+    @Override
+    protected Storage openStorage(String id, Storage previous) {
+        return MapDbStorage.open(folder.resolve(id));
+    }
+
+    @Override
+    protected void closeStorage(Storage storage) {
+        storage.close();
+    }
+}
