@@ -56,6 +56,18 @@ final class AgentProcess implements AutoCloseable {
      * A free loopback port below Linux's ephemeral range (32768 and up), so that the outgoing connections of
      * agents started earlier cannot take it before the agent that is given it binds it.
      */
+    /** Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}. */
+    static void awaitCondition(String what, Duration deadline, java.util.function.BooleanSupplier condition)
+            throws InterruptedException {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError(what + ": not within " + deadline);
+            }
+            Thread.sleep(20);
+        }
+    }
+
     static int freePort() throws IOException {
         for (int attempt = 0; attempt < 1000; attempt++) {
             int port = 20_000 + PORTS.nextInt(12_000);

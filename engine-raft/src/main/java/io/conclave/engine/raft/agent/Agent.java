@@ -16,9 +16,11 @@ import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.http.KvHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
+import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.RaftNode;
@@ -34,6 +36,7 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
@@ -80,6 +83,7 @@ public final class Agent implements AutoCloseable {
     private RaftNode node;
     private int httpPort;
     private boolean stopped;
+    private final BlockedThreadWatch blockedThreads;
 
     private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
                   DirectoryLock dataDirLock) {
@@ -91,6 +95,7 @@ public final class Agent implements AutoCloseable {
         String raftAddress = config.bindAddr() + ":" + config.ports().server();
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
         this.vertx = Vertx.vertx();
+        this.blockedThreads = BlockedThreadWatch.install(vertx);
     }
 
     /**
@@ -188,7 +193,7 @@ public final class Agent implements AutoCloseable {
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
                 configuration -> formCluster(configuration, hasRaftState));
-        clusterRpc = new ClusterRpc(bootstrapper, transport);
+        clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax());
         int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;
         ConclaveConfig.Raft timing = config.raft();
@@ -203,9 +208,9 @@ public final class Agent implements AutoCloseable {
                 transport.sender(), options, null));
         transport.register(node);
         clusterRpc.node(node);
-        new KvHttpApi(vertx, node, clusterRpc).register(http);
+        new KvHttpApi(vertx, node, clusterRpc, timing.electionTimeoutMax()).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
-        new MetricsHttpApi(node).register(http);
+        new MetricsHttpApi(node, blockedThreads).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
             formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
         } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
@@ -240,6 +245,7 @@ public final class Agent implements AutoCloseable {
         http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave()
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
+        http.routePrefix(HttpMethod.PUT, "/v1/agent/join/", this::join);
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
             String leader = node.status().leaderId();
             String address = leader == null ? "" : node.configuration().server(leader).map(Server::address).orElse("");
@@ -253,6 +259,32 @@ public final class Agent implements AutoCloseable {
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
         http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
         return http.listen(vertx, config.clientAddr(), config.ports().http());
+    }
+
+    /**
+     * {@code PUT /v1/agent/join/<address>}: asks the membership provider to join the cluster at that address,
+     * as Consul does. 200 once joined; 400 for a malformed address or {@code ?wan} (one datacenter only);
+     * 500 with the provider's reason when it cannot join (static membership never can: its server list is
+     * the configuration's).
+     */
+    private void join(HttpServerRequest request) {
+        String address = java.net.URLDecoder.decode(request.path().substring("/v1/agent/join/".length()),
+                java.nio.charset.StandardCharsets.UTF_8);
+        if (!ConfigLoader.isJoinAddress(address)) {
+            HttpApi.error(request, 400, "bad join address '" + address + "': expected host or host:port (port 1-65535)");
+            return;
+        }
+        if (request.params().contains("wan")) {
+            HttpApi.error(request, 400, "wan join is not supported: Conclave runs one datacenter per cluster");
+            return;
+        }
+        membership.join(List.of(address)).onSuccess(reached -> {
+            if (reached > 0) {
+                request.response().setStatusCode(200).end();
+            } else {
+                HttpApi.error(request, 500, "failed to join " + address + ": no server reached");
+            }
+        }).onFailure(error -> HttpApi.error(request, 500, "failed to join " + address + ": " + error.getMessage()));
     }
 
     /** {@code /v1/agent/self}: Consul's {@code Config} and {@code Member}, plus the active provider of every SPI. */
@@ -290,7 +322,27 @@ public final class Agent implements AutoCloseable {
                 .put("commit_index", Long.toString(status.commitIndex()))
                 .put("applied_index", Long.toString(status.appliedIndex()))
                 .put("num_peers", Integer.toString(Math.max(0, node.configuration().voterCount() - 1)))
+                .put("last_contact", lastContact(status, System.nanoTime()))
                 .put("removal_policy", removalPolicy.name());
+    }
+
+    /**
+     * Consul's {@code last_contact}: {@code "0"} on the leader, {@code "never"} before any contact with a
+     * leader, else the time since the leader's last message as Go prints a duration ({@code "41.204ms"},
+     * {@code "1.5s"}).
+     */
+    static String lastContact(RaftNode.Status status, long nowNanos) {
+        if (status.role() == io.conclave.engine.raft.core.Role.LEADER) {
+            return "0";
+        }
+        if (status.lastLeaderContact() == RaftNode.NEVER) {
+            return "never";
+        }
+        long micros = Math.max(0, (nowNanos - status.lastLeaderContact()) / 1000);
+        if (micros < 1_000_000) {
+            return java.math.BigDecimal.valueOf(micros, 3).stripTrailingZeros().toPlainString() + "ms";
+        }
+        return java.math.BigDecimal.valueOf(micros / 1000, 3).stripTrailingZeros().toPlainString() + "s";
     }
 
     /** {@code /v1/agent/plugins}: every provider found. */
@@ -396,6 +448,11 @@ public final class Agent implements AutoCloseable {
         return terminated.future();
     }
 
+    /** What Vert.x's blocked-thread checker reported in this agent. */
+    public BlockedThreadWatch blockedThreads() {
+        return blockedThreads;
+    }
+
     public int httpPort() {
         return httpPort;
     }
@@ -422,6 +479,9 @@ public final class Agent implements AutoCloseable {
             }
             if (node != null) {
                 await(node.stop());
+            }
+            if (clusterRpc != null) {
+                await(clusterRpc.close());
             }
             if (transport != null) {
                 await(transport.close());

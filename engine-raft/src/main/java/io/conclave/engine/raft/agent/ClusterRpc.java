@@ -18,6 +18,10 @@ import io.conclave.engine.raft.transport.proto.RemoveServerRequest;
 import io.conclave.engine.raft.transport.proto.RemoveServerResponse;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
+import io.conclave.engine.raft.transport.Limits;
+import io.vertx.grpc.client.GrpcClient;
+import io.vertx.grpc.client.GrpcClientOptions;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
@@ -27,11 +31,23 @@ final class ClusterRpc implements LeaderForwarder {
 
     private final Bootstrapper bootstrapper;
     private final GrpcRaftTransport transport;
+    /** Its own client: every call has a deadline (the Raft streams of the transport's client must not). */
+    private final GrpcClient client;
     private volatile RaftNode node;
 
-    ClusterRpc(Bootstrapper bootstrapper, GrpcRaftTransport transport) {
+    /**
+     * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
+     */
+    ClusterRpc(io.vertx.core.Vertx vertx, Bootstrapper bootstrapper, GrpcRaftTransport transport, java.time.Duration callTimeout) {
         this.bootstrapper = bootstrapper;
         this.transport = transport;
+        this.client = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES)
+                .setTimeout(Math.toIntExact(callTimeout.toMillis())).setTimeoutUnit(TimeUnit.MILLISECONDS)
+                .setScheduleDeadlineAutomatically(true));
+    }
+
+    Future<Void> close() {
+        return client.close();
     }
 
     void node(RaftNode raftNode) {
@@ -99,7 +115,7 @@ final class ClusterRpc implements LeaderForwarder {
         if (address == null) {
             throw new NotLeaderException("NOT_LEADER", null, null);
         }
-        return ClusterGrpcClient.create(transport.client(), GrpcRaftTransport.socketAddress(address));
+        return ClusterGrpcClient.create(client, GrpcRaftTransport.socketAddress(address));
     }
 
     @Override
@@ -108,7 +124,12 @@ final class ClusterRpc implements LeaderForwarder {
                 .setCommand(ByteString.copyFrom(command)).build();
         return leader(leaderId).forward(request).transform(result -> {
             if (result.failed()) {
-                return Future.failedFuture(new OutcomeUnknownException("forwarding to the leader failed: " + result.cause().getMessage()));
+                if (neverConnected(result.cause())) {
+                    // no connection, so nothing was sent: certainly not applied, safe to retry
+                    return Future.failedFuture(new NotLeaderException("LEADER_UNREACHABLE", null, null));
+                }
+                return Future.failedFuture(new OutcomeUnknownException("forwarding to the leader failed after it was sent: "
+                        + result.cause().getMessage() + "; the write may or may not be applied"));
             }
             ForwardResponse answer = result.result();
             return switch (answer.getOutcome()) {
@@ -131,8 +152,20 @@ final class ClusterRpc implements LeaderForwarder {
     @Override
     public Future<Long> readIndex(String leaderId) {
         ReadIndexRequest request = ReadIndexRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId())).build();
-        return leader(leaderId).readIndex(request).compose(answer -> answer.getOk()
-                ? Future.succeededFuture(answer.getIndex())
-                : Future.failedFuture(new NotLeaderException("NOT_LEADER", null, null)));
+        // a read changes nothing: whatever went wrong, it may be tried again
+        return leader(leaderId).readIndex(request).transform(result -> result.succeeded() && result.result().getOk()
+                ? Future.succeededFuture(result.result().getIndex())
+                : Future.failedFuture(new NotLeaderException(result.succeeded() ? "NOT_LEADER" : "LEADER_UNREACHABLE", null, null)));
+    }
+
+    /** Whether the call failed before any connection was open (refused, unreachable): nothing was sent. */
+    static boolean neverConnected(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.net.ConnectException || cause instanceof java.net.NoRouteToHostException
+                    || cause instanceof java.net.UnknownHostException) {
+                return true;
+            }
+        }
+        return false;
     }
 }

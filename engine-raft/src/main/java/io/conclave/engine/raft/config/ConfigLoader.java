@@ -50,6 +50,32 @@ public final class ConfigLoader {
     private static final Pattern DATACENTER = Pattern.compile("[a-z0-9_-]{1,64}");
     private static final Pattern PROVIDER_NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,62}");
     private static final Pattern HOST_PORT = Pattern.compile("[A-Za-z0-9._\\-\\[\\]:]+:\\d{1,5}");
+    private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._\\-]{1,253}|\\[[0-9A-Fa-f:.]{2,45}\\]");
+
+    /**
+     * Whether {@code address} is what {@code retry_join} and {@code /v1/agent/join/<address>} take: a host name,
+     * IPv4 address or bracketed IPv6 address, optionally followed by {@code :port} (1-65535).
+     */
+    public static boolean isJoinAddress(String address) {
+        if (address == null) {
+            return false;
+        }
+        int colon = address.lastIndexOf(':');
+        boolean hasPort = colon > 0 && address.indexOf(']') < colon && (address.startsWith("[") || address.indexOf(':') == colon);
+        String host = hasPort ? address.substring(0, colon) : address;
+        if (!HOST.matcher(host).matches()) {
+            return false;
+        }
+        if (!hasPort) {
+            return true;
+        }
+        String port = address.substring(colon + 1);
+        if (!port.matches("\\d{1,5}")) {
+            return false;
+        }
+        int number = Integer.parseInt(port);
+        return number >= 1 && number <= 65535;
+    }
     private static final List<String> LOG_LEVELS = List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR");
 
     private ConfigLoader() {
@@ -116,6 +142,10 @@ public final class ConfigLoader {
         checkAddress(json.path("client_addr"), clientAddr);
         ConclaveConfig.Ports ports = readPorts(json.object("ports"));
         List<String> retryJoin = json.strings("retry_join", MAX_ADDRESSES);
+        for (int i = 0; i < retryJoin.size(); i++) {
+            check(isJoinAddress(retryJoin.get(i)), json.path("retry_join") + "[" + i + "]", retryJoin.get(i),
+                    "host or host:port of a server's gossip address, port 1-65535");
+        }
         List<String> staticServers = json.strings("static_servers", MAX_ADDRESSES);
         for (int i = 0; i < staticServers.size(); i++) {
             check(HOST_PORT.matcher(staticServers.get(i)).matches(), json.path("static_servers") + "[" + i + "]",

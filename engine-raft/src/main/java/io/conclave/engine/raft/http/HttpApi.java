@@ -64,6 +64,13 @@ public final class HttpApi {
 
     private void dispatch(HttpServerRequest request) {
         String path = request.path();
+        if (LOG.isDebugEnabled()) {
+            // as Consul does: every request at DEBUG, with its duration once answered
+            long started = System.nanoTime();
+            LOG.debug("request {} {}", request.method(), request.uri());
+            request.response().endHandler(ignored -> LOG.debug("request {} {} answered {} in {} us", request.method(),
+                    request.uri(), request.response().getStatusCode(), (System.nanoTime() - started) / 1000));
+        }
         boolean pathKnown = false;
         for (Route route : routes) {
             boolean matches = route.prefix ? path.startsWith(route.path) : path.equals(route.path);
@@ -98,15 +105,25 @@ public final class HttpApi {
     }
 
     /**
-     * Answers with a plain-text error message, as Consul does. When the request's body was not read (an
-     * early refusal), the connection is closed after the answer rather than left with unread bytes.
+     * Answers with a plain-text error message, as Consul does. When the request has a body that was not read (an
+     * early refusal, such as 413), the connection is closed after the answer rather than left with unread bytes.
      */
     public static void error(HttpServerRequest request, int status, String message) {
-        if (!request.isEnded()) {
+        if (!request.isEnded() && hasBody(request)) {
             request.response().putHeader("Connection", "close");
         }
         request.response().setStatusCode(status).putHeader("Content-Type", "text/plain; charset=utf-8")
                 .end(message + "\n");
+    }
+
+    /**
+     * Whether the request carries a body. A request without one is never answered with {@code Connection: close}:
+     * closing a kept-alive connection for nothing races with the client's next request on it.
+     */
+    private static boolean hasBody(HttpServerRequest request) {
+        String length = request.getHeader("Content-Length");
+        String encoding = request.getHeader("Transfer-Encoding");
+        return (length != null && !length.trim().equals("0")) || (encoding != null && !encoding.isEmpty());
     }
 
     /** A JSON object from a map, keys sorted: for stable output. */

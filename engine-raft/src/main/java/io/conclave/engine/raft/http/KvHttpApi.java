@@ -49,12 +49,19 @@ public final class KvHttpApi {
     private final Vertx vertx;
     private final RaftNode node;
     private final LeaderForwarder forwarder;
+    private final Duration attemptTimeout;
 
-    /** @param forwarder where a follower sends writes and linearizable reads; {@code null} to refuse them */
-    public KvHttpApi(Vertx vertx, RaftNode node, LeaderForwarder forwarder) {
+    /**
+     * @param forwarder      where a follower sends writes and linearizable reads; {@code null} to refuse them
+     * @param attemptTimeout how long one attempt (a proposal here, or one forwarded to the leader) may go
+     *                       unanswered; then a write's outcome is reported unknown. The agent uses the maximum
+     *                       election timeout: by then a leader cut off from its quorum has stepped down.
+     */
+    public KvHttpApi(Vertx vertx, RaftNode node, LeaderForwarder forwarder, Duration attemptTimeout) {
         this.vertx = vertx;
         this.node = node;
         this.forwarder = forwarder;
+        this.attemptTimeout = attemptTimeout;
     }
 
     /** Registers the routes on {@code http}. */
@@ -132,7 +139,9 @@ public final class KvHttpApi {
             return;
         }
         boolean stale = request.params().contains("stale");
-        Future<Long> ready = stale ? Future.succeededFuture(0L) : whileNoLeader(this::linearizableRead, deadlineForLeader());
+        Future<Long> ready = stale ? Future.succeededFuture(0L) : retryWhileNotApplied(() -> bounded(linearizableRead(),
+                () -> new TimeoutException("no read confirmation from the leader within " + attemptTimeout.toMillis() + " ms")),
+                deadlineForLeader());
         ready.compose(ignored -> awaitIndex(index, wait))
                 .compose(ignored -> node.read(machine -> answerGet((KvStateMachine) machine, request, key)))
                 .onFailure(error -> fail(request, error));
@@ -285,19 +294,46 @@ public final class KvHttpApi {
     }
 
     /**
-     * Runs {@code attempt}, again while it fails because no leader is known yet (an election is under way):
-     * such a failure is certain not to have applied anything, so retrying is safe.
+     * Runs {@code attempt}, again (every 25 ms, until {@code deadline}) while it fails in a way that certainly
+     * applied nothing — no leader known yet (an election is under way), the leader refused or could not be
+     * reached — so retrying is safe; any other failure, an unknown outcome first of all, is returned at once.
      */
-    private <T> Future<T> whileNoLeader(java.util.function.Supplier<Future<T>> attempt, long deadline) {
+    private <T> Future<T> retryWhileNotApplied(java.util.function.Supplier<Future<T>> attempt, long deadline) {
         return attempt.get().recover(error -> {
-            boolean noLeaderYet = error instanceof NotLeaderException notLeader && notLeader.leaderId() == null
-                    && "NOT_LEADER".equals(notLeader.reason());
-            if (!noLeaderYet || System.nanoTime() > deadline) {
+            if (!certainlyNotApplied(error) || System.nanoTime() > deadline) {
                 return Future.failedFuture(error);
             }
             return Future.<Void>future(promise -> vertx.setTimer(NO_LEADER_RETRY_MILLIS, id -> promise.complete()))
-                    .compose(v -> whileNoLeader(attempt, deadline));
+                    .compose(v -> retryWhileNotApplied(attempt, deadline));
         });
+    }
+
+    /**
+     * Whether a failed attempt certainly applied nothing and may be tried again: refused as not the leader
+     * (also by a leader that handed over while the write was held), its entry replaced by a new leader's, or
+     * the leader could not even be connected to. An overloaded or stopping server is not retried.
+     */
+    public static boolean certainlyNotApplied(Throwable error) {
+        return error instanceof NotLeaderException notLeader
+                && switch (notLeader.reason()) {
+                    case "NOT_LEADER", "NOT_APPLIED", "LEADER_UNREACHABLE" -> true;
+                    default -> false;
+                };
+    }
+
+    /** {@code attempt}, failed with {@code onTimeout} if it has not completed within the attempt timeout. */
+    private <T> Future<T> bounded(Future<T> attempt, java.util.function.Supplier<Throwable> onTimeout) {
+        io.vertx.core.Promise<T> bounded = io.vertx.core.Promise.promise();
+        long timer = vertx.setTimer(attemptTimeout.toMillis(), id -> bounded.tryFail(onTimeout.get()));
+        attempt.onComplete(result -> {
+            vertx.cancelTimer(timer);
+            if (result.succeeded()) {
+                bounded.tryComplete(result.result());
+            } else {
+                bounded.tryFail(result.cause());
+            }
+        });
+        return bounded.future();
     }
 
     /** A ReadIndex barrier here if this server leads, else confirmed by the leader and applied here. */
@@ -323,7 +359,8 @@ public final class KvHttpApi {
 
     private void write(HttpServerRequest request, KvCommand command) {
         byte[] encoded = command.encode();
-        whileNoLeader(() -> propose(encoded), deadlineForLeader())
+        retryWhileNotApplied(() -> bounded(propose(encoded), () -> new OutcomeUnknownException("no answer within "
+                + attemptTimeout.toMillis() + " ms; the write may or may not be applied")), deadlineForLeader())
                 .onSuccess(result -> HttpApi.json(request, 200, new String(result, StandardCharsets.UTF_8)))
                 .onFailure(error -> fail(request, error));
     }

@@ -1,12 +1,13 @@
 package io.conclave.engine.raft.http;
 
-import io.conclave.engine.raft.runtime.NodeMetrics;
+import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -18,9 +19,11 @@ import java.util.Map;
 public final class MetricsHttpApi {
 
     private final RaftNode node;
+    private final BlockedThreadWatch blockedThreads;
 
-    public MetricsHttpApi(RaftNode node) {
+    public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads) {
         this.node = node;
+        this.blockedThreads = blockedThreads;
     }
 
     public void register(HttpApi http) {
@@ -33,7 +36,11 @@ public final class MetricsHttpApi {
             HttpApi.error(request, 400, "unknown format '" + format + "': allowed is prometheus");
             return;
         }
-        node.coreCounters().onSuccess(counters -> {
+        node.coreCounters().map(core -> {
+            Map<String, Long> all = new LinkedHashMap<>(core);
+            all.put("vertx.blocked_thread.reports", blockedThreads.reports());
+            return all;
+        }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {
                 request.response().putHeader("Content-Type", "text/plain; version=0.0.4").end(prometheus(counters));
             } else {

@@ -68,14 +68,19 @@ public final class OperatorHttpApi {
 
     private void transferLeader(HttpServerRequest request) {
         String id = request.getParam("id");
+        if (id != null && !id.isEmpty() && node.configuration().server(id).filter(Server::isVoter).isEmpty()) {
+            HttpApi.error(request, 400, "no voter with ID " + id + " in the configuration");
+            return;
+        }
         node.transferLeadership(id == null || id.isEmpty() ? null : id)
                 .onSuccess(started -> {
                     if (started) {
                         HttpApi.json(request, 200, new JsonObject().put("Success", true));
                     } else {
                         HttpApi.error(request, 500, "cannot transfer leadership: this server does not lead, a transfer is "
-                                + "under way, or there is no such voter");
+                                + "under way, or there is no other voter");
                     }
-                });
+                })
+                .onFailure(error -> HttpApi.error(request, 500, "cannot transfer leadership: " + error.getMessage()));
     }
 }

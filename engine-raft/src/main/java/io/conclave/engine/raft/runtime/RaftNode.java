@@ -87,10 +87,21 @@ public final class RaftNode {
     private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
     /** Every server address seen in a configuration: a removed server still gets the commit of its removal. */
     private final Map<String, String> knownAddresses = new java.util.concurrent.ConcurrentHashMap<>();
-    private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0);
+    private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0, NEVER);
+    /** {@link System#nanoTime()} when a message of the current leader last arrived, or {@link #NEVER}. */
+    private long lastLeaderContact = NEVER;
 
-    /** What the node reports about itself, readable from any thread (updated after every batch). */
-    public record Status(Role role, long term, String leaderId, long lastIndex, long commitIndex, long appliedIndex) {
+    /** {@link Status#lastLeaderContact()} when this server never heard from a leader. */
+    public static final long NEVER = Long.MIN_VALUE;
+
+    /**
+     * What the node reports about itself, readable from any thread (updated after every batch).
+     *
+     * @param lastLeaderContact {@link System#nanoTime()} when a message from the leader last arrived at this
+     *                          follower ({@code last_contact} in Consul's stats), or {@link #NEVER}
+     */
+    public record Status(Role role, long term, String leaderId, long lastIndex, long commitIndex, long appliedIndex,
+                         long lastLeaderContact) {
     }
 
     private RaftNode(String id, Vertx vertx, RaftCore core, Storage storage, StateMachine stateMachine, Transport transport,
@@ -159,6 +170,9 @@ public final class RaftNode {
                 receivedSnapshots.put(message.snapshot().id(), snapshotContent);
             }
             core.step(message);
+            if (message.from().equals(core.leaderId()) && core.role() != Role.LEADER) {
+                lastLeaderContact = System.nanoTime();
+            }
             pump();
         });
     }
@@ -451,7 +465,8 @@ public final class RaftNode {
             configurationSnapshot = core.configuration();
             configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
         }
-        status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied);
+        status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
+                lastLeaderContact);
         if (core.role() != Role.LEADER) {
             failWritesOfLostLeadership();
         }

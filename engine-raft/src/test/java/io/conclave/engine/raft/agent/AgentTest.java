@@ -5,10 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
-import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClient;
-import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -17,9 +13,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,28 +22,28 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 class AgentTest {
 
-    static Vertx clientVertx;
-    static HttpClient client;
+    /**
+     * The JDK's client, not Vert.x's: with Vert.x 5.0.7's client, about one run in five of KvApiTest lost a
+     * request or its answer on a reused connection (the server logged it answered; the client waited
+     * forever), while 19 runs in a row passed with this one.
+     */
+    static java.net.http.HttpClient client;
 
     @BeforeAll
     static void startClient() {
-        clientVertx = Vertx.vertx();
-        client = clientVertx.createHttpClient();
-    }
-
-    @AfterAll
-    static void stopClient() throws Exception {
-        clientVertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
+                .connectTimeout(java.time.Duration.ofSeconds(5)).build();
     }
 
     record Response(int status, String body) {
     }
 
     static Response request(int port, HttpMethod method, String path) throws Exception {
-        return client.request(method, port, "127.0.0.1", path)
-                .compose(request -> request.send())
-                .compose(response -> response.body().map(body -> new Response(response.statusCode(), body.toString())))
-                .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        java.net.http.HttpResponse<String> response = client.send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create("http://127.0.0.1:" + port + path)).timeout(java.time.Duration.ofSeconds(10))
+                .method(method.name(), java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        return new Response(response.statusCode(), response.body());
     }
 
     @Test
@@ -63,12 +57,13 @@ class AgentTest {
             assertEquals("east", body.getJsonObject("Config").getString("Datacenter"));
             assertEquals(agent.nodeId(), body.getJsonObject("Config").getString("NodeID"));
             assertEquals("static", body.getJsonObject("Plugins").getString("membership"));
-            assertEquals("in-memory", body.getJsonObject("Plugins").getString("storage"));
+            assertEquals("mapdb", body.getJsonObject("Plugins").getString("storage"),
+                    "MapDB (priority 100) is on the test module path and wins over the built-in in-memory storage");
             assertEquals("auto", body.getJsonObject("Plugins").getString("removal_policy"), "autopilot is on the test module path");
 
             Response plugins = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/plugins");
             JsonArray list = new JsonArray(plugins.body());
-            assertEquals(5, list.size(), plugins.body());
+            assertEquals(6, list.size(), plugins.body());
             JsonObject first = list.getJsonObject(0);
             assertEquals("io.conclave.engine.raft", first.getString("Module"));
             assertEquals("boot", first.getString("Origin"));
@@ -138,5 +133,20 @@ class AgentTest {
         try (Stream<Path> files = Files.list(work)) {
             assertEquals(1, files.count(), "only the configuration file is in the work folder");
         }
+    }
+
+    @Test
+    void last_contact_is_printed_as_consul_prints_it() {
+        long now = 50_000_000_000L;
+        assertEquals("0", Agent.lastContact(status(io.conclave.engine.raft.core.Role.LEADER, now), now));
+        assertEquals("never", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER,
+                io.conclave.engine.raft.runtime.RaftNode.NEVER), now));
+        assertEquals("41.204ms", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER, now - 41_204_000L), now));
+        assertEquals("0ms", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER, now), now));
+        assertEquals("1.5s", Agent.lastContact(status(io.conclave.engine.raft.core.Role.CANDIDATE, now - 1_500_000_000L), now));
+    }
+
+    private static io.conclave.engine.raft.runtime.RaftNode.Status status(io.conclave.engine.raft.core.Role role, long lastContact) {
+        return new io.conclave.engine.raft.runtime.RaftNode.Status(role, 3, null, 10, 10, 10, lastContact);
     }
 }

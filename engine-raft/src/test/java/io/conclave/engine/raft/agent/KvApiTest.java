@@ -5,11 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.MultiMap;
-import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpMethod;
-import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
@@ -22,31 +19,75 @@ import org.junit.jupiter.api.Test;
 /** A -dev agent's Consul-compatible KV and status endpoints, over HTTP, including bad input. */
 class KvApiTest {
 
-    static Vertx clientVertx;
-    static HttpClient client;
+    static java.net.http.HttpClient client;
     static Agent agent;
 
     record Response(int status, MultiMap headers, String body) {
     }
 
     @BeforeAll
-    static void start() {
+    static void start() throws Exception {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
-        clientVertx = Vertx.vertx();
-        client = clientVertx.createHttpClient();
+        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
+                .connectTimeout(java.time.Duration.ofSeconds(5)).build();
+        io.conclave.engine.raft.testing.Await.until("the single server leads", () -> {
+            try {
+                return call(HttpMethod.GET, "/v1/status/leader", null).body().startsWith("\"127.0.0.1:");
+            } catch (Exception e) {
+                return false;
+            }
+        });
     }
 
     @AfterAll
     static void stop() throws Exception {
+        long blocked = agent.blockedThreads().reports();
+        String reports = agent.blockedThreads().describe();
         agent.stop();
-        clientVertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        org.junit.jupiter.api.Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
     }
 
+    /** A request through the JDK's HTTP/1.1 client (a client Conclave did not write), kept-alive connections. */
     static Response call(HttpMethod method, String path, Buffer body) throws Exception {
-        return client.request(new RequestOptions().setMethod(method).setPort(agent.httpPort()).setHost("127.0.0.1").setURI(path))
-                .compose(request -> body == null ? request.send() : request.send(body))
-                .compose(response -> response.body().map(b -> new Response(response.statusCode(), response.headers(), b.toString())))
-                .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        return send(request(method, path, body));
+    }
+
+    private static java.net.http.HttpRequest.Builder request(HttpMethod method, String path, Buffer body) {
+        return java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + agent.httpPort() + path))
+                .timeout(java.time.Duration.ofSeconds(30))
+                .method(method.name(), body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+                        : java.net.http.HttpRequest.BodyPublishers.ofByteArray(body.getBytes()));
+    }
+
+    private static Response send(java.net.http.HttpRequest.Builder request) throws Exception {
+        return toResponse(client.send(request.build(), java.net.http.HttpResponse.BodyHandlers.ofString()));
+    }
+
+    private static Response toResponse(java.net.http.HttpResponse<String> response) {
+        MultiMap headers = MultiMap.caseInsensitiveMultiMap();
+        response.headers().map().forEach(headers::add);
+        return new Response(response.statusCode(), headers, response.body());
+    }
+
+    /**
+     * A request refused before its body is read: the server answers, then closes the connection (Consul does
+     * the same), so it is sent on a connection of its own rather than one the client means to reuse.
+     */
+    static Response callOnce(HttpMethod method, String path, Buffer body) throws Exception {
+        java.net.http.HttpClient once = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+        return toResponse(once.send(request(method, path, body).build(), java.net.http.HttpResponse.BodyHandlers.ofString()));
+    }
+
+    /** The status of a request written by hand on a socket: for what HTTP client libraries refuse to send. */
+    static int rawStatus(String requestLine) throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", agent.httpPort())) {
+            socket.setSoTimeout(30_000);
+            socket.getOutputStream().write((requestLine + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            String statusLine = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                    StandardCharsets.US_ASCII)).readLine();
+            return Integer.parseInt(statusLine.split(" ")[1]);
+        }
     }
 
     static Response put(String path, String value) throws Exception {
@@ -83,10 +124,10 @@ class KvApiTest {
         Response timedOut = call(HttpMethod.GET, "/v1/kv/watched?index=" + index + "&wait=300ms", null);
         assertTrue(System.nanoTime() - started >= 250_000_000L, "it waited");
         assertEquals(index, timedOut.headers().get("X-Consul-Index"));
-        var pending = client.request(HttpMethod.GET, agent.httpPort(), "127.0.0.1", "/v1/kv/watched?index=" + index + "&wait=20s")
-                .compose(request -> request.send()).compose(response -> response.body());
+        var pending = client.sendAsync(request(HttpMethod.GET, "/v1/kv/watched?index=" + index + "&wait=20s", null).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()).thenApply(java.net.http.HttpResponse::body);
         put("/v1/kv/watched", "2");
-        String changed = pending.toCompletionStage().toCompletableFuture().get(20, TimeUnit.SECONDS).toString();
+        String changed = pending.get(20, TimeUnit.SECONDS);
         assertTrue(changed.contains(Base64.getEncoder().encodeToString("2".getBytes(StandardCharsets.UTF_8))), changed);
     }
 
@@ -121,21 +162,57 @@ class KvApiTest {
     void bad_input_gets_400_413_or_404_and_changes_nothing() throws Exception {
         put("/v1/kv/guarded", "safe");
         String index = call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index");
-        assertEquals(400, put("/v1/kv/guarded?flags=minus", "x").status());
-        assertEquals(400, put("/v1/kv/guarded?cas=-1", "x").status());
-        assertEquals(400, put("/v1/kv/", "x").status(), "a PUT needs a key");
+        assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/guarded?flags=minus", Buffer.buffer("x")).status());
+        assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/guarded?cas=-1", Buffer.buffer("x")).status());
+        assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/", Buffer.buffer("x")).status(), "a PUT needs a key");
         assertEquals(400, call(HttpMethod.GET, "/v1/kv/guarded?index=abc", null).status());
         assertEquals(400, call(HttpMethod.GET, "/v1/kv/guarded?wait=forever", null).status());
         assertEquals(400, call(HttpMethod.DELETE, "/v1/kv/guarded?recurse&cas=3", null).status());
-        assertEquals(413, call(HttpMethod.PUT, "/v1/kv/guarded", Buffer.buffer(new byte[512 * 1024 + 1])).status());
+        assertEquals(413, callOnce(HttpMethod.PUT, "/v1/kv/guarded", Buffer.buffer(new byte[512 * 1024 + 1])).status());
         assertEquals(404, call(HttpMethod.GET, "/v1/nothing/here", null).status());
-        assertEquals(405, call(HttpMethod.POST, "/v1/kv/guarded", Buffer.buffer("x")).status());
-        assertEquals(400, call(HttpMethod.GET, "/v1/kv/bad%2", null).status(), "malformed percent-encoding");
+        assertEquals(405, callOnce(HttpMethod.POST, "/v1/kv/guarded", Buffer.buffer("x")).status());
+        assertEquals(400, rawStatus("GET /v1/kv/bad%2 HTTP/1.1"), "malformed percent-encoding");
         assertEquals("safe", call(HttpMethod.GET, "/v1/kv/%67uarded?raw", null).body(), "keys are percent-decoded");
         Response after = call(HttpMethod.GET, "/v1/kv/guarded?raw", null);
         assertEquals("safe", after.body());
         assertEquals(index, call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index"), "nothing was written");
         assertEquals("true", call(HttpMethod.PUT, "/v1/kv/exactly-max", Buffer.buffer(new byte[512 * 1024])).body(),
                 "a 512 KiB value is accepted");
+    }
+
+    @Test
+    void operator_agent_and_status_endpoints_refuse_bad_input_and_change_nothing() throws Exception {
+        String before = new JsonObject(call(HttpMethod.GET, "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers").encode();
+        Response neither = call(HttpMethod.DELETE, "/v1/operator/raft/peer", null);
+        assertEquals(400, neither.status());
+        assertTrue(neither.body().contains("exactly one of id or address"), neither.body());
+        assertEquals(400, call(HttpMethod.DELETE, "/v1/operator/raft/peer?id=x&address=127.0.0.1:1", null).status());
+        Response unknown = call(HttpMethod.DELETE, "/v1/operator/raft/peer?id=no-such-server", null);
+        assertEquals(400, unknown.status());
+        assertTrue(unknown.body().contains("no server with ID no-such-server"), unknown.body());
+        assertEquals(400, call(HttpMethod.DELETE, "/v1/operator/raft/peer?address=10.9.9.9:8300", null).status());
+        Response transfer = call(HttpMethod.POST, "/v1/operator/raft/transfer-leader?id=no-such-server", null);
+        assertEquals(400, transfer.status());
+        assertTrue(transfer.body().contains("no voter with ID no-such-server"), transfer.body());
+        Response alone = call(HttpMethod.POST, "/v1/operator/raft/transfer-leader", null);
+        assertEquals(500, alone.status(), "a single server has nobody to hand leadership to");
+        assertEquals(405, call(HttpMethod.GET, "/v1/operator/raft/peer?id=x", null).status());
+        assertEquals(405, call(HttpMethod.POST, "/v1/status/leader", null).status());
+        assertEquals(405, call(HttpMethod.GET, "/v1/agent/leave", null).status());
+
+        assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/", null).status());
+        assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/host:99999", null).status());
+        assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/a%20b", null).status());
+        assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/127.0.0.1:8301?wan", null).status());
+        Response staticJoin = call(HttpMethod.PUT, "/v1/agent/join/127.0.0.1:8301", null);
+        assertEquals(500, staticJoin.status());
+        assertTrue(staticJoin.body().contains("static membership cannot join"), staticJoin.body());
+        assertEquals(405, call(HttpMethod.GET, "/v1/agent/join/127.0.0.1:8301", null).status());
+
+        JsonObject raft = new JsonObject(call(HttpMethod.GET, "/v1/agent/self", null).body()).getJsonObject("Stats").getJsonObject("raft");
+        assertEquals("0", raft.getString("last_contact"), "the leader reports 0, as Consul does");
+        assertEquals(before, new JsonObject(call(HttpMethod.GET, "/v1/operator/raft/configuration", null).body())
+                .getJsonArray("Servers").encode(), "the configuration is unchanged");
+        assertEquals("Leader", raft.getString("state"));
     }
 }

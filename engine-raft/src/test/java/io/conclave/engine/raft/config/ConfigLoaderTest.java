@@ -84,6 +84,7 @@ class ConfigLoaderTest {
             "{\"data_dir\": \"/x\", \"datacenter\": \"East DC\"}|datacenter|lower-case",
             "{\"data_dir\": \"/x\", \"plugins\": {\"storage\": \"Map DB\"}}|plugins.storage|provider name",
             "{\"data_dir\": \"/x\", \"static_servers\": [\"nohost\"]}|static_servers[0]|host:port",
+            "{\"data_dir\": \"/x\", \"retry_join\": [\"ok:8301\", \"bad:0\"]}|retry_join[1]|port 1-65535",
             "{\"data_dir\": \"/x\", \"server\": false}|server|allowed: true",
             "{}|data_dir|missing",
     })
@@ -91,6 +92,14 @@ class ConfigLoaderTest {
         ConfigException error = rejected(json);
         assertEquals(key, error.key(), error.getMessage());
         assertTrue(error.getMessage().contains(allowed), error.getMessage());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"127.0.0.1,true", "127.0.0.1:8301,true", "server-1.example,true", "[::1]:8301,true", "[::1],true",
+            "host:65535,true", "host:0,false", "host:65536,false", "host:,false", ":8301,false", "::1,false",
+            "a b,false", "host:80x,false", "'',false", "[::1]:,false"})
+    void join_addresses_are_a_host_and_an_optional_port(String address, boolean valid) {
+        assertEquals(valid, ConfigLoader.isJoinAddress(address), address);
     }
 
     @Test

@@ -42,11 +42,12 @@ class PluginRegistryTest {
     void when_no_plugins_folder_then_builtins_are_found_and_the_highest_priority_wins() {
         PluginRegistry registry = PluginRegistry.discover(null, Map.of());
         assertEquals("static", registry.active(Spi.MEMBERSHIP).orElseThrow().name());
-        assertEquals("in-memory", registry.active(Spi.STORAGE).orElseThrow().name());
         assertTrue(registry.all().stream().anyMatch(info -> info.name().equals("shutdown-on-remove")));
-        // The shipped autopilot module is on this test's module path (the simulator uses its policies), so
-        // its 'auto' policy (priority 100) wins over the built-in one (priority 0); a distribution with an
-        // empty plugins folder runs the built-in one (AgentProcessIT).
+        assertTrue(registry.all().stream().anyMatch(info -> info.name().equals("in-memory")));
+        // The shipped autopilot and MapDB modules are on this test's module path (the simulator uses the
+        // policies, the gRPC cluster test the storage), so they (priority 100) win over the built-ins (priority 0);
+        // a distribution with an empty plugins folder runs the built-ins (AgentProcessIT).
+        assertEquals("mapdb", registry.active(Spi.STORAGE).orElseThrow().name());
         assertEquals("auto", registry.active(Spi.REMOVAL_POLICY).orElseThrow().name());
         assertTrue(registry.all().stream().allMatch(info -> info.origin().equals(ProviderInfo.ORIGIN_BOOT)));
     }
@@ -73,9 +74,9 @@ class PluginRegistryTest {
     @Test
     void when_configured_name_is_unknown_then_error_lists_available_names() {
         PluginException error = assertThrows(PluginException.class,
-                () -> PluginRegistry.discover(null, Map.of("storage", "mapdb")));
+                () -> PluginRegistry.discover(null, Map.of("storage", "rocksdb")));
         assertTrue(error.getMessage().contains("plugins.storage"), error.getMessage());
-        assertTrue(error.getMessage().contains("'mapdb'"), error.getMessage());
+        assertTrue(error.getMessage().contains("'rocksdb'"), error.getMessage());
         assertTrue(error.getMessage().contains("in-memory (priority 0"), error.getMessage());
     }
 

@@ -49,6 +49,7 @@ class RaftNodeClusterTest {
     @BeforeEach
     void start() throws Exception {
         vertx = Vertx.vertx();
+        blockedThreads = BlockedThreadWatch.install(vertx);
         transport = new LocalTransport();
         List<Server> servers = new ArrayList<>();
         for (String id : ids) {
@@ -61,12 +62,15 @@ class RaftNodeClusterTest {
         }
     }
 
+    private BlockedThreadWatch blockedThreads;
+
     @AfterEach
     void stop() throws Exception {
         for (RaftNode node : transport.nodes.values()) {
             await(node.stop());
         }
         await(vertx.close());
+        assertEquals(0, blockedThreads.reports(), "Vert.x's blocked-thread checker stays quiet: " + blockedThreads.describe());
     }
 
     private void startNode(String id) throws Exception {

@@ -17,6 +17,7 @@ import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.proto.RaftGrpcClient;
 import io.conclave.engine.raft.transport.proto.RaftMessage;
@@ -56,10 +57,12 @@ class GrpcClusterTest {
     private final Map<String, GrpcRaftTransport> transports = new HashMap<>();
     private final Map<String, RaftNode> nodes = new HashMap<>();
     private ClusterConfiguration configuration;
+    private BlockedThreadWatch blockedThreads;
 
     @BeforeEach
     void start() throws Exception {
         vertx = Vertx.vertx();
+        blockedThreads = BlockedThreadWatch.install(vertx);
         List<Server> servers = new ArrayList<>();
         for (String id : List.of("a", "b", "c")) {
             try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
@@ -79,6 +82,7 @@ class GrpcClusterTest {
             stopNode(id);
         }
         await(vertx.close());
+        assertEquals(0, blockedThreads.reports(), "Vert.x's blocked-thread checker stays quiet: " + blockedThreads.describe());
     }
 
     /**
