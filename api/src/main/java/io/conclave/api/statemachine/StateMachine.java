@@ -11,8 +11,9 @@ import java.io.OutputStream;
  * its own memory, and must not throw for a bad command: it returns an error result instead, since every
  * server applies the same command.
  *
- * <p>Snapshots: {@link #snapshot(OutputStream)} writes the whole state as of the last applied index;
- * {@link #restore(InputStream)} replaces the whole state with a snapshot's content.
+ * <p>Snapshots: {@link #capture()} takes the state as of the last applied index, on the engine's thread,
+ * and the engine writes what it returns on its storage worker, off the event loop; {@link #restore(InputStream)}
+ * replaces the whole state with a snapshot's content.
  */
 public interface StateMachine {
 
@@ -24,6 +25,24 @@ public interface StateMachine {
 
     /** Writes the state. May block on the output stream. */
     void snapshot(OutputStream output) throws java.io.IOException;
+
+    /** The state at one applied index, to be written later, on another thread. */
+    @FunctionalInterface
+    interface Capture {
+        /** Writes the captured state; called once, on the engine's storage worker. May block. */
+        void writeTo(OutputStream output) throws java.io.IOException;
+    }
+
+    /**
+     * Captures the state as of the last applied index. Called on the engine's thread, between two
+     * {@link #apply} calls, so it should be cheap: a copy of references to immutable values, not a
+     * serialization. The default serializes into memory now with {@link #snapshot(OutputStream)}.
+     */
+    default Capture capture() throws java.io.IOException {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        snapshot(bytes);
+        return bytes::writeTo;
+    }
 
     /** Replaces the state with a snapshot's content. May block on the input stream. */
     void restore(InputStream input) throws java.io.IOException;

@@ -98,7 +98,19 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        DataOutputStream data = new DataOutputStream(output);
+        write(output, index, entries);
+    }
+
+    /** A copy of the map's references (entries are immutable): the serialization happens later, elsewhere. */
+    @Override
+    public Capture capture() {
+        long capturedIndex = index;
+        TreeMap<String, KvEntry> copy = new TreeMap<>(entries);
+        return output -> write(output, capturedIndex, copy);
+    }
+
+    private static void write(OutputStream output, long index, java.util.SortedMap<String, KvEntry> entries) throws IOException {
+        DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(index);
         data.writeInt(entries.size());

@@ -22,7 +22,6 @@ import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
 import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -539,9 +538,9 @@ public final class RaftNode {
         long term = core.termAt(index);
         ClusterConfiguration configuration = core.configurationAt(index);
         long configurationIndex = core.configurationIndexAt(index);
-        ByteArrayOutputStream content = new ByteArrayOutputStream();
+        StateMachine.Capture capture;
         try {
-            stateMachine.snapshot(content); // on the context: consistent with the applied index
+            capture = stateMachine.capture(); // on the context: consistent with the applied index; written on the worker
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -549,7 +548,7 @@ public final class RaftNode {
         storageWorker.<SnapshotMeta>executeBlocking(() -> {
             SnapshotMeta meta;
             try (SnapshotStore.Writer writer = storage.snapshots().create(index, term, configuration, configurationIndex)) {
-                content.writeTo(writer.output());
+                capture.writeTo(writer.output());
                 meta = writer.commit();
             }
             storage.snapshots().retain(options.retainedSnapshots());

@@ -67,4 +67,29 @@ class KvStateMachineTest {
         assertArrayEquals("2".getBytes(StandardCharsets.UTF_8), restored.get("b").value());
         assertEquals(9, restored.get("b").createIndex());
     }
+
+    @Test
+    void a_capture_is_the_state_when_it_was_taken_even_when_written_after_later_applies() throws Exception {
+        KvStateMachine kv = new KvStateMachine();
+        kv.apply(1, put("a", "1", KvCommand.NO_CAS));
+        kv.apply(2, put("b", "2", KvCommand.NO_CAS));
+        io.conclave.api.statemachine.StateMachine.Capture capture = kv.capture();
+        kv.apply(3, put("a", "changed", KvCommand.NO_CAS));
+        kv.apply(4, put("c", "3", KvCommand.NO_CAS));
+
+        ByteArrayOutputStream written = new ByteArrayOutputStream();
+        capture.writeTo(written); // as the engine does, later, on its storage worker
+        KvStateMachine restored = new KvStateMachine();
+        restored.restore(new ByteArrayInputStream(written.toByteArray()));
+        assertEquals(2, restored.index());
+        assertArrayEquals("1".getBytes(StandardCharsets.UTF_8), restored.get("a").value());
+        assertNull(restored.get("c"));
+
+        ByteArrayOutputStream direct = new ByteArrayOutputStream();
+        KvStateMachine atTwo = new KvStateMachine();
+        atTwo.apply(1, put("a", "1", KvCommand.NO_CAS));
+        atTwo.apply(2, put("b", "2", KvCommand.NO_CAS));
+        atTwo.snapshot(direct);
+        assertArrayEquals(direct.toByteArray(), written.toByteArray(), "capture and snapshot write the same bytes");
+    }
 }
