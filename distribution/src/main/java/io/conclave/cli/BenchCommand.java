@@ -43,6 +43,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "-keys", defaultValue = "10000", description = "Distinct keys (default: ${DEFAULT-VALUE}).")
     int keyCount;
 
+    @Option(names = "-key-size", defaultValue = "16",
+            description = "Key bytes after the bench/ prefix, 1 to 1024; at least the digits of -keys (default: ${DEFAULT-VALUE}).")
+    int keyBytes;
+
     @Option(names = "-read-ratio", defaultValue = "0", description = "Share of reads, 0 to 1 (default: ${DEFAULT-VALUE}).")
     double readRatio;
 
@@ -50,12 +54,14 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (clients < 1 || durationSeconds < 1 || warmupSeconds < 0 || valueBytes < 0 || keyCount < 1 || readRatio < 0 || readRatio > 1) {
+        if (clients < 1 || durationSeconds < 1 || warmupSeconds < 0 || valueBytes < 0 || keyCount < 1 || readRatio < 0 || readRatio > 1
+                || keyBytes < 1 || keyBytes > 1024) {
             System.err.println("Error: clients, duration and keys must be at least 1; warmup and value-size at least 0; "
-                    + "read-ratio between 0 and 1");
+                    + "read-ratio between 0 and 1; key-size between 1 and 1024");
             return 2;
         }
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        // HTTP/1.1, one connection per client, as Consul's clients and wrk use
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).version(HttpClient.Version.HTTP_1_1).build();
         Recorder recorder = new Recorder(MAX_LATENCY_MICROS, 3);
         AtomicLong errors = new AtomicLong();
         long start = System.nanoTime();
@@ -90,17 +96,34 @@ final class BenchCommand implements Callable<Integer> {
             thread.join(10_000);
         }
         double seconds = Math.max(1, measured.getTotalCount() == 0 ? 1 : durationSeconds);
-        System.out.printf("clients %d, value %d B, read ratio %.2f: %.0f ops/s; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, "
-                        + "p99.9 %.2f ms, max %.2f ms; errors %d%n", clients, valueBytes, readRatio, measured.getTotalCount() / seconds,
+        System.out.printf("clients %d, key %d B, value %d B, read ratio %.2f: %.0f ops/s; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, "
+                        + "p99.9 %.2f ms, max %.2f ms; errors %d%n", clients, keyBytes, valueBytes, readRatio, measured.getTotalCount() / seconds,
                 measured.getValueAtPercentile(50) / 1000.0, measured.getValueAtPercentile(90) / 1000.0,
                 measured.getValueAtPercentile(99) / 1000.0, measured.getValueAtPercentile(99.9) / 1000.0,
                 measured.getMaxValue() / 1000.0, errors.get());
+        if (firstError.get() != null) {
+            System.out.println("first error: " + firstError.get());
+        }
         return errors.get() == 0 ? 0 : 1;
+    }
+
+    private final java.util.concurrent.atomic.AtomicReference<String> firstError = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** Counts an error; the first one is printed at the end, so a failing run says why. */
+    private void error(AtomicLong errors, String what) {
+        errors.incrementAndGet();
+        firstError.compareAndSet(null, what);
+    }
+
+    /** Key number {@code n}, zero-padded to the key size (longer only when the number needs more digits). */
+    String keyOf(int n) {
+        String digits = Integer.toString(n);
+        return digits.length() >= keyBytes ? digits : "0".repeat(keyBytes - digits.length()) + digits;
     }
 
     private void runClient(HttpClient http, String base, String value, Random random, Recorder recorder, AtomicLong errors, long end) {
         while (System.nanoTime() < end) {
-            String key = "k" + random.nextInt(keyCount);
+            String key = keyOf(random.nextInt(keyCount));
             boolean read = random.nextDouble() < readRatio;
             HttpRequest request = read
                     ? HttpRequest.newBuilder(URI.create(base + key)).timeout(Duration.ofSeconds(10)).GET().build()
@@ -110,12 +133,12 @@ final class BenchCommand implements Callable<Integer> {
             try {
                 HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() != 200 && !(read && response.statusCode() == 404)) {
-                    errors.incrementAndGet();
+                    error(errors, (read ? "GET " : "PUT ") + response.statusCode() + " " + response.body().trim());
                     continue;
                 }
                 recorder.recordValue(Math.min(MAX_LATENCY_MICROS, (System.nanoTime() - started) / 1000));
             } catch (IOException e) {
-                errors.incrementAndGet();
+                error(errors, e.toString());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;

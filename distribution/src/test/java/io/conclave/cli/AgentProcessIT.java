@@ -20,7 +20,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"node_name\": \"it-1\", \"data_dir\": \"" + work.resolve("data")
-                + "\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+                + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             JsonObject self = new JsonObject(agent.awaitGet(port, "/v1/agent/self"));
             assertEquals("it-1", self.getJsonObject("Config").getString("NodeName"));
@@ -37,6 +37,22 @@ class AgentProcessIT {
             assertEquals("io.conclave.plugin.autopilot", auto.getString("Module"));
             assertTrue(auto.getString("Origin").startsWith("plugins/conclave-plugin-autopilot"), auto.encode());
             assertTrue(auto.getBoolean("Active"));
+
+            try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + port, "-clients", "2",
+                    "-warmup", "0", "-duration", "1", "-keys", "50", "-key-size", "8", "-read-ratio", "0.5")) {
+                assertEquals(0, bench.awaitExit(Duration.ofSeconds(60)), bench.output());
+                assertTrue(bench.output().contains("clients 2, key 8 B, value 100 B, read ratio 0.50"), bench.output());
+                assertTrue(bench.output().contains("errors 0"), bench.output());
+            }
+            try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + AgentProcess.freePort(),
+                    "-clients", "1", "-warmup", "0", "-duration", "1")) {
+                assertEquals(1, bench.awaitExit(Duration.ofSeconds(60)), "no agent there: " + bench.output());
+                assertTrue(bench.output().contains("first error: java.net.ConnectException"), bench.output());
+            }
+            try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + port, "-key-size", "0")) {
+                assertEquals(2, bench.awaitExit(Duration.ofSeconds(60)), bench.output());
+                assertTrue(bench.output().contains("key-size between 1 and 1024"), bench.output());
+            }
 
             agent.process.destroy(); // SIGTERM
             int exit = agent.awaitExit(Duration.ofSeconds(30));
