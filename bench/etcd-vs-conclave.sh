@@ -82,22 +82,36 @@ conclave_leader() {
   return 1
 }
 
-# run_wrk system leader conns seconds label -> prints "writes/s p50 p99 errors"
+# How many writes the leader has committed: Conclave's commit index, etcd's revision (one per put).
+conclave_committed() {
+  curl -sf "http://$1/v1/agent/self" | sed -n 's/.*"commit_index" : "\([0-9]*\)".*/\1/p'
+}
+etcd_committed() {
+  curl -sf -X POST -d '{"key":"AA=="}' "http://$1/v3/kv/range" | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p'
+}
+
+# run_wrk system leader conns seconds label -> prints "writes/s p50 p99 errors committed answered"
+# errors: non-2xx answers and socket errors; committed: writes the leader committed meanwhile (at least the
+# answered requests, or the figure is not a count of real writes).
 run_wrk() {
   local system=$1 leader=$2 c=$3 seconds=$4 label=$5 threads=2
   [ "$c" -lt 2 ] && threads=1
   local report="$out/$label.txt"
+  local before after
+  before=$("${system}_committed" "$leader")
   wrk -t$threads -c$c -d${seconds}s --latency -s "$here/wrk/$system-put.lua" "http://$leader" > "$report" 2>&1
-  local rate p50 p99 errors
+  after=$("${system}_committed" "$leader")
+  local rate p50 p99 errors answered
   rate=$(awk '/^Requests\/sec/ {print $2}' "$report")
   p50=$(awk '$1 == "50%" {print $2}' "$report")
   p99=$(awk '$1 == "99%" {print $2}' "$report")
+  answered=$(awk '/requests in/ {print $1}' "$report")
   errors=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' "$report")
-  echo "$rate $p50 $p99 $errors"
+  echo "$rate $p50 $p99 $errors $((after - before)) $answered"
 }
 
 summary="$out/summary.tsv"
-echo -e "round\tsystem\tconnections\twrites_per_s\tp50\tp99\terrors" > "$summary"
+echo -e "round\tsystem\tconnections\twrites_per_s\tp50\tp99\terrors\tcommitted\tanswered" > "$summary"
 for round in $(seq 1 "$rounds"); do
   for system in etcd conclave; do
     [ "$systems" = both ] || [ "$systems" = "$system" ] || continue
@@ -109,8 +123,12 @@ for round in $(seq 1 "$rounds"); do
     echo "round $round: $system leader at $leader; warming up ${warmup}s" >&2
     run_wrk "$system" "$leader" 64 "$warmup" "r$round-$system-warmup" > /dev/null
     for c in $conns; do
-      read -r rate p50 p99 errors < <(run_wrk "$system" "$leader" "$c" "$duration" "r$round-$system-c$c")
-      echo -e "$round\t$system\t$c\t$rate\t$p50\t$p99\t$errors" | tee -a "$summary"
+      read -r rate p50 p99 errors committed answered < <(run_wrk "$system" "$leader" "$c" "$duration" "r$round-$system-c$c")
+      echo -e "$round\t$system\t$c\t$rate\t$p50\t$p99\t$errors\t$committed\t$answered" | tee -a "$summary"
+      if [ "$committed" -lt "$answered" ]; then
+        echo "round $round $system c=$c: $answered answers but only $committed writes committed" >&2
+        exit 1
+      fi
     done
     stop_all
   done
