@@ -1,6 +1,8 @@
 package io.conclave.cli;
 
 import io.conclave.engine.raft.agent.AgentLauncher;
+import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.config.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -24,7 +26,15 @@ final class AgentCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         Logging.configureDefaults();
-        return AgentLauncher.run(configFile, dev, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
+        ConclaveConfig config;
+        try {
+            config = AgentLauncher.loadConfig(configFile, dev);
+        } catch (ConfigException e) {
+            System.err.println("conclave: configuration error: " + e.getMessage());
+            return AgentLauncher.EXIT_CONFIGURATION;
+        }
+        Logging.applyLevel(config.logLevel());
+        return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
     }
 
     private static Path defaultPluginsDir() {

@@ -15,6 +15,18 @@ final class Logging {
         setIfAbsent("org.slf4j.simpleLogger.log.io.vertx", "warn");
     }
 
+    /**
+     * The configuration's {@code log_level} for Conclave's loggers ({@code conclave.*}, {@code io.conclave.*}).
+     * slf4j-simple fixes its default level when it starts, which reading the configuration may already have
+     * caused (Vert.x's JSON support logs); a logger's own level is read when the logger is made, and Conclave
+     * makes its loggers after this call. A -D on the command line still wins.
+     */
+    static void applyLevel(String logLevel) {
+        String level = logLevel.toLowerCase(java.util.Locale.ROOT);
+        setIfAbsent("org.slf4j.simpleLogger.log.conclave", level);
+        setIfAbsent("org.slf4j.simpleLogger.log.io.conclave", level);
+    }
+
     private static void setIfAbsent(String key, String value) {
         if (System.getProperty(key) == null) {
             System.setProperty(key, value);

@@ -139,6 +139,32 @@ class AgentProcessIT {
     }
 
     @Test
+    void when_log_level_is_set_then_the_agent_logs_at_that_level(@TempDir Path work) throws Exception {
+        int port = AgentProcess.freePort();
+        Path config = work.resolve("agent.json");
+        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
+                + "\"log_level\": \"debug\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            agent.awaitGet(port, "/v1/agent/self");
+            AgentProcess.awaitCondition("the HTTP request is logged at DEBUG", Duration.ofSeconds(30), () -> {
+                try {
+                    return agent.output().contains("DEBUG conclave.http - request GET /v1/agent/self");
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            });
+        }
+        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
+                + "\"log_level\": \"warn\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            agent.awaitGet(port, "/v1/agent/self");
+            agent.process.destroy(); // SIGTERM
+            assertEquals(143, agent.awaitExit(Duration.ofSeconds(30)));
+            assertFalse(agent.output().contains(" INFO "), "no INFO line at log_level warn:\n" + agent.output());
+        }
+    }
+
+    @Test
     void when_version_is_asked_then_it_is_printed(@TempDir Path work) throws Exception {
         try (AgentProcess command = AgentProcess.start(work, "version")) {
             assertEquals(0, command.awaitExit(Duration.ofSeconds(60)));

@@ -42,9 +42,23 @@ public final class AgentLauncher {
      * {@link #EXIT_OK} after a clean stop.
      */
     public static int run(Path configFile, boolean dev, Path pluginsDir, PrintStream err) {
+        ConclaveConfig config;
+        try {
+            config = loadConfig(configFile, dev);
+        } catch (ConfigException e) {
+            err.println("conclave: configuration error: " + e.getMessage());
+            return EXIT_CONFIGURATION;
+        }
+        return run(config, pluginsDir, err);
+    }
+
+    /**
+     * Runs an agent from a loaded configuration (a launcher that sets the log level from it loads it first,
+     * before any logger exists); as {@link #run(Path, boolean, Path, PrintStream)}.
+     */
+    public static int run(ConclaveConfig config, Path pluginsDir, PrintStream err) {
         Agent agent;
         try {
-            ConclaveConfig config = loadConfig(configFile, dev);
             agent = Agent.start(config, pluginsDir);
         } catch (ConfigException e) {
             err.println("conclave: configuration error: " + e.getMessage());
