@@ -200,6 +200,13 @@ class ClusterProcessIT {
         }
     }
 
+    /** How many requests of a client's history (written by its thread meanwhile) started after {@code nanos} and were acknowledged. */
+    private static long acknowledgedAfter(List<Outcome> history, long nanos) {
+        synchronized (history) { // a synchronized list: iterating it needs its lock
+            return history.stream().filter(o -> o.started() > nanos && o.acknowledged()).count();
+        }
+    }
+
     /**
      * Crash failover under a steady write load. Eight clients write without pause through the two servers that
      * will survive (as applications beside their local agents do); the leader is killed with SIGKILL. Measured:
@@ -241,22 +248,14 @@ class ClusterProcessIT {
                 }));
             }
             AgentProcess.awaitCondition("the load is acknowledged", DEADLINE,
-                    () -> histories.stream().allMatch(history -> history.stream().filter(Outcome::acknowledged).count() >= 20));
+                    () -> histories.stream().allMatch(history -> acknowledgedAfter(history, Long.MIN_VALUE) >= 20));
 
             long killedAt = System.nanoTime();
             leader.process().process.destroyForcibly(); // SIGKILL
             AgentProcess.awaitCondition("every client is acknowledged again after the kill", DEADLINE,
-                    () -> histories.stream().allMatch(history -> {
-                        synchronized (history) {
-                            return history.stream().anyMatch(o -> o.started() > killedAt && o.acknowledged());
-                        }
-                    }));
+                    () -> histories.stream().allMatch(history -> acknowledgedAfter(history, killedAt) >= 1));
             AgentProcess.awaitCondition("the load settles on the new leader", DEADLINE, // figures cover the settled state
-                    () -> histories.stream().allMatch(history -> {
-                        synchronized (history) {
-                            return history.stream().filter(o -> o.started() > killedAt && o.acknowledged()).count() >= 20;
-                        }
-                    }));
+                    () -> histories.stream().allMatch(history -> acknowledgedAfter(history, killedAt) >= 20));
             running.set(false);
             for (java.util.concurrent.Future<?> client : done) {
                 client.get(30, java.util.concurrent.TimeUnit.SECONDS);
