@@ -268,8 +268,13 @@ public final class Agent implements AutoCloseable {
      * the configuration's).
      */
     private void join(HttpServerRequest request) {
-        String address = java.net.URLDecoder.decode(request.path().substring("/v1/agent/join/".length()),
-                java.nio.charset.StandardCharsets.UTF_8);
+        String address;
+        try {
+            address = HttpApi.percentDecode(request.path().substring("/v1/agent/join/".length()));
+        } catch (IllegalArgumentException e) {
+            HttpApi.error(request, 400, "bad join address: " + e.getMessage());
+            return;
+        }
         if (!ConfigLoader.isJoinAddress(address)) {
             HttpApi.error(request, 400, "bad join address '" + address + "': expected host or host:port (port 1-65535)");
             return;

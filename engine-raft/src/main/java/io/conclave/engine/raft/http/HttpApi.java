@@ -126,6 +126,32 @@ public final class HttpApi {
         return (length != null && !length.trim().equals("0")) || (encoding != null && !encoding.isEmpty());
     }
 
+    /**
+     * A path segment, percent-decoded as UTF-8 ({@code +} stays a plus, as in a path).
+     *
+     * @throws IllegalArgumentException for a {@code %} not followed by two hexadecimal digits
+     */
+    public static String percentDecode(String text) {
+        if (text.indexOf('%') < 0) {
+            return text;
+        }
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '%') {
+                if (i + 2 >= text.length() || Character.digit(text.charAt(i + 1), 16) < 0 || Character.digit(text.charAt(i + 2), 16) < 0) {
+                    throw new IllegalArgumentException("malformed percent-encoding");
+                }
+                bytes.write(Character.digit(text.charAt(i + 1), 16) * 16 + Character.digit(text.charAt(i + 2), 16));
+                i += 2;
+            } else {
+                byte[] encoded = String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                bytes.write(encoded, 0, encoded.length);
+            }
+        }
+        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /** A JSON object from a map, keys sorted: for stable output. */
     public static JsonObject sorted(Map<String, ?> map) {
         return new JsonObject(new TreeMap<>(map));

@@ -73,28 +73,11 @@ public final class KvHttpApi {
 
     /** The key: the rest of the path, percent-decoded as UTF-8 (clients encode '/' in keys as %2F). */
     static String key(HttpServerRequest request) {
-        return percentDecode(request.path().substring(PREFIX.length()));
-    }
-
-    static String percentDecode(String text) {
-        if (text.indexOf('%') < 0) {
-            return text;
+        try {
+            return HttpApi.percentDecode(request.path().substring(PREFIX.length()));
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest(e.getMessage() + " in the key");
         }
-        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c == '%') {
-                if (i + 2 >= text.length() || Character.digit(text.charAt(i + 1), 16) < 0 || Character.digit(text.charAt(i + 2), 16) < 0) {
-                    throw new BadRequest("malformed percent-encoding in the key");
-                }
-                bytes.write(Character.digit(text.charAt(i + 1), 16) * 16 + Character.digit(text.charAt(i + 2), 16));
-                i += 2;
-            } else {
-                byte[] encoded = String.valueOf(c).getBytes(StandardCharsets.UTF_8);
-                bytes.write(encoded, 0, encoded.length);
-            }
-        }
-        return bytes.toString(StandardCharsets.UTF_8);
     }
 
     /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */

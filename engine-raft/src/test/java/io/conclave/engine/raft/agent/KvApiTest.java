@@ -204,6 +204,7 @@ class KvApiTest {
         assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/host:99999", null).status());
         assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/a%20b", null).status());
         assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/127.0.0.1:8301?wan", null).status());
+        assertEquals(400, rawStatus("PUT /v1/agent/join/host%zz HTTP/1.1"), "malformed percent-encoding");
         Response staticJoin = call(HttpMethod.PUT, "/v1/agent/join/127.0.0.1:8301", null);
         assertEquals(500, staticJoin.status());
         assertTrue(staticJoin.body().contains("static membership cannot join"), staticJoin.body());
