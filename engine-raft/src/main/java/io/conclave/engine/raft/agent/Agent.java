@@ -203,7 +203,8 @@ public final class Agent implements AutoCloseable {
                 Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES, RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES,
                 RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
                 java.util.Set.of());
-        RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2);
+        RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2,
+                timing.snapshotInterval().toMillis());
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
                 transport.sender(), options, null));
         transport.register(node);

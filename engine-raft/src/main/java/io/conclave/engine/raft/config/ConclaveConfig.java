@@ -43,9 +43,13 @@ public record ConclaveConfig(
     public record Ports(int http, int server, int serfLan) {
     }
 
-    /** {@code raft}: timing and log limits. */
+    /**
+     * {@code raft}: timing and log limits. A snapshot is taken once {@code snapshotThreshold} entries were
+     * applied since the last one, and no sooner than {@code snapshotInterval} after it (Consul's
+     * {@code raft_snapshot_threshold} and {@code raft_snapshot_interval}).
+     */
     public record Raft(Duration heartbeatInterval, Duration electionTimeoutMin, Duration electionTimeoutMax,
-                       long snapshotThreshold, long trailingLogs) {
+                       long snapshotThreshold, long trailingLogs, Duration snapshotInterval) {
     }
 
     /** {@code autopilot}: Consul's keys. */

@@ -36,6 +36,12 @@ public final class ConfigLoader {
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MAX = Duration.ofMillis(2000);
     public static final long DEFAULT_SNAPSHOT_THRESHOLD = 8192;
     public static final long DEFAULT_TRAILING_LOGS = 10240;
+    /**
+     * At least this long between two snapshots. Without it, a fast write rate reached the threshold every
+     * half second: a snapshot write each time, sharing the storage worker with log appends. The log kept in
+     * memory between snapshots grows with the write rate times this interval.
+     */
+    public static final Duration DEFAULT_SNAPSHOT_INTERVAL = Duration.ofSeconds(5);
     public static final Duration DEFAULT_LAST_CONTACT_THRESHOLD = Duration.ofMillis(200);
     public static final long DEFAULT_MAX_TRAILING_LOGS = 250;
     public static final Duration DEFAULT_SERVER_STABILIZATION_TIME = Duration.ofSeconds(10);
@@ -190,6 +196,7 @@ public final class ConfigLoader {
                 Duration.ofMillis(21), Duration.ofMinutes(2));
         long snapshotThreshold = json.integer("snapshot_threshold", DEFAULT_SNAPSHOT_THRESHOLD, 16, 100_000_000);
         long trailingLogs = json.integer("trailing_logs", DEFAULT_TRAILING_LOGS, 0, 100_000_000);
+        Duration snapshotInterval = json.duration("snapshot_interval", DEFAULT_SNAPSHOT_INTERVAL, Duration.ZERO, Duration.ofHours(1));
         json.finish();
         if (electionMax.compareTo(electionMin) <= 0) {
             throw new ConfigException("raft.election_timeout_max", "value \"" + Durations.format(electionMax)
@@ -203,7 +210,7 @@ public final class ConfigLoader {
             throw new ConfigException("raft.heartbeat_interval", "value \"" + Durations.format(heartbeat)
                     + "\" must divide raft.election_timeout_min and raft.election_timeout_max (the core counts in heartbeat ticks)");
         }
-        return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs);
+        return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs, snapshotInterval);
     }
 
     private static ConclaveConfig.Autopilot readAutopilot(JsonReader json) {

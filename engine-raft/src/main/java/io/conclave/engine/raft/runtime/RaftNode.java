@@ -51,9 +51,13 @@ public final class RaftNode {
     }
 
     /** Settings of the runtime around the core. */
-    public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots) {
+    /**
+     * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
+     */
+    public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
+                          long snapshotIntervalMillis) {
         public static Options defaults() {
-            return new Options(100, 8192, 10240, 2);
+            return new Options(100, 8192, 10240, 2, 5000);
         }
     }
 
@@ -81,6 +85,9 @@ public final class RaftNode {
     private long snapshotIndex;
     private boolean persisting;
     private boolean snapshotting;
+    /** Whether this node started a snapshot yet, and when ({@link System#nanoTime()}): the interval counts from it. */
+    private boolean snapshotStarted;
+    private long lastSnapshotStarted;
     private boolean stopped;
     private long timerId = -1;
     private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
@@ -180,6 +187,7 @@ public final class RaftNode {
         if (!stopped) {
             core.tick();
             pump();
+            maybeSnapshot(); // a threshold reached during the interval is acted on once it has passed
         }
     }
 
@@ -530,10 +538,14 @@ public final class RaftNode {
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
     private void maybeSnapshot() {
-        if (snapshotting || applied - snapshotIndex < options.snapshotThreshold() || core.role() == Role.SHUTDOWN) {
+        if (snapshotting || applied - snapshotIndex < options.snapshotThreshold() || core.role() == Role.SHUTDOWN
+                || (snapshotStarted && System.nanoTime() - lastSnapshotStarted
+                        < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
             return;
         }
         snapshotting = true;
+        snapshotStarted = true;
+        lastSnapshotStarted = System.nanoTime();
         long index = applied;
         long term = core.termAt(index);
         ClusterConfiguration configuration = core.configurationAt(index);

@@ -22,6 +22,7 @@ class ConfigLoaderTest {
         assertEquals(Duration.ofMillis(100), config.raft().heartbeatInterval());
         assertEquals(Duration.ofSeconds(1), config.raft().electionTimeoutMin());
         assertEquals(Duration.ofSeconds(2), config.raft().electionTimeoutMax());
+        assertEquals(Duration.ofSeconds(5), config.raft().snapshotInterval());
         assertEquals(Duration.ofSeconds(5), config.leaveDrainTime());
         assertEquals(8500, config.ports().http());
     }
@@ -35,7 +36,7 @@ class ConfigLoaderTest {
                  "retry_join": ["127.0.0.1:9301"], "static_servers": ["127.0.0.1:9300"],
                  "leave_drain_time": "2s", "leave_on_terminate": true,
                  "raft": {"heartbeat_interval": "50ms", "election_timeout_min": "500ms", "election_timeout_max": "1s",
-                          "snapshot_threshold": 1000, "trailing_logs": 100},
+                          "snapshot_threshold": 1000, "trailing_logs": 100, "snapshot_interval": "30s"},
                  "autopilot": {"cleanup_dead_servers": false, "last_contact_threshold": "1s", "max_trailing_logs": 10,
                                "min_quorum": 3, "server_stabilization_time": "3s"},
                  "plugins": {"removal_policy": "legacy"}, "plugin_config": {"gossip": {"anything": 1}},
@@ -47,6 +48,7 @@ class ConfigLoaderTest {
         assertEquals("legacy", config.plugins().get("removal_policy"));
         assertEquals(1, config.pluginSection("gossip").getInteger("anything"));
         assertEquals("DEBUG", config.logLevel());
+        assertEquals(Duration.ofSeconds(30), config.raft().snapshotInterval());
         assertEquals(Duration.ofSeconds(3), config.autopilot().serverStabilizationTime());
     }
 

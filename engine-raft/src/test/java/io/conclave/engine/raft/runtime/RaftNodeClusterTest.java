@@ -37,7 +37,7 @@ import org.junit.jupiter.api.Test;
 class RaftNodeClusterTest {
 
     private static final Duration DEADLINE = Duration.ofSeconds(20);
-    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 200, 20, 2);
+    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 200, 20, 2, 0);
     private static final RaftConfig CONFIG = RaftConfig.defaults();
 
     private Vertx vertx;
@@ -173,5 +173,31 @@ class RaftNodeClusterTest {
         NotLeaderException notLeader = (NotLeaderException) error.getCause();
         assertEquals(leader.id(), notLeader.leaderId());
         assertEquals("local:" + leader.id(), notLeader.leaderAddress());
+    }
+
+    @Test
+    void when_the_threshold_is_reached_again_within_the_snapshot_interval_then_no_second_snapshot_is_taken() throws Exception {
+        LocalTransport alone = new LocalTransport();
+        RaftNode.Options oncePerHour = new RaftNode.Options(20, 50, 10, 2, 3_600_000);
+        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
+                new KvStateMachine(), alone.from("solo"), oncePerHour,
+                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+        alone.nodes.put("solo", solo);
+        try {
+            Await.leader(List.of(solo));
+            for (int i = 0; i < 60; i++) {
+                await(solo.propose(put("k" + i, "v")));
+            }
+            poll("the first snapshot, at the threshold", () -> solo.metrics().snapshots() == 1);
+            for (int i = 60; i < 300; i++) { // four thresholds more
+                await(solo.propose(put("k" + i, "v")));
+            }
+            for (int tick = 0; tick < 10; tick++) { // ticks check the threshold too: let a few pass
+                await(solo.onCore(core -> core.commitIndex()));
+            }
+            assertEquals(1, solo.metrics().snapshots(), "within the interval, the threshold alone takes no snapshot");
+        } finally {
+            await(solo.stop());
+        }
     }
 }

@@ -49,7 +49,7 @@ class GrpcClusterTest {
 
     private static final Duration DEADLINE = Duration.ofSeconds(30);
     private static final String CLUSTER = "cluster-test";
-    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 100, 10, 2);
+    private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 100, 10, 2, 0);
 
     private Vertx vertx;
     private final Map<String, Integer> ports = new HashMap<>();
