@@ -15,31 +15,60 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
 import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Log entries in append-only segment files, each record framed and checksummed:
- * {@code length:int, crc32c:int, index:long, term:long, type:byte, data}, the CRC covering everything after
- * it. One batch is one write and one {@code fdatasync}. The active segment is {@code <first>.open}; when it
- * passes the segment size ({@link #MAX_SEGMENT_BYTES} by default) it is synced and renamed {@code <first>-<last>.seg} (sealed), so that
- * the bounds of every sealed segment are known from its name.
+ * Log entries in append-only segment files. The active segment is {@code <first>.open}; when it passes the
+ * segment size ({@link #MAX_SEGMENT_BYTES} by default) it is synced and renamed {@code <first>-<last>.seg}
+ * (sealed), so that the bounds of every sealed segment are known from its name. One batch is one write and
+ * one {@code fdatasync}.
  *
- * <p>Opening reads every segment once, checking each record's CRC, index and the segments' continuity, so
- * that damage is found at start. The one thing repaired is a torn last record of the active segment — a
- * record cut short at the end of the file, which only a crash in the middle of an unacknowledged append
- * leaves; any other failure is a {@link CorruptionException} naming the file.
+ * <p>Format {@value #FORMAT_VERSION}. Every byte that decides what is read back is under a CRC32C:
+ * <ul>
+ * <li>segment header, {@value #SEGMENT_HEADER_BYTES} bytes: {@code magic:int, version:int, firstIndex:long,
+ *     crc32c:int} (the CRC covers the 16 bytes before it);
+ * <li>record header, {@value #RECORD_HEADER_BYTES} bytes: {@code dataLength:int, index:long, term:long, type:byte,
+ *     dataCrc32c:int, headerCrc32c:int} (the header CRC covers the 25 bytes before it, the length included),
+ *     then {@code dataLength} bytes of data.
+ * </ul>
+ *
+ * <p>Opening reads every segment once, checking every header, CRC, index and the segments' continuity, so
+ * that damage is found at start. See {@link #scan} for the one rule by which a tail is cut; everything else
+ * that fails a check is a {@link CorruptionException} naming the file and the offset, and no file is touched.
  *
  * <p>Memory: the offsets of the active segment's records are held; a sealed segment's are in its index file
- * {@code <first>-<last>.idx} (written and synced before the segment is sealed, rebuilt from the segment
- * if missing). Nothing in memory grows with the number of segments but their bounds.
+ * {@code <first>-<last>.idx} (written and synced before the segment is sealed; compared with the segment at
+ * open, rebuilt if missing). Nothing in memory grows with the number of segments but their bounds.
  */
 final class SegmentedLog implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentedLog.class);
 
     static final long MAX_SEGMENT_BYTES = 64L << 20;
     static final String OPEN_SUFFIX = ".open";
     static final String SEALED_SUFFIX = ".seg";
     static final String INDEX_SUFFIX = ".idx";
-    private static final int HEADER_BYTES = 4 + 4 + 8 + 8 + 1;
-    private static final int MAX_RECORD_BYTES = 64 << 20;
+    static final int FORMAT_VERSION = 2;
+    static final int MAGIC = 0x434E4C47; // "CNLG"
+    static final int SEGMENT_HEADER_BYTES = 4 + 4 + 8 + 4;
+    static final int RECORD_HEADER_BYTES = 4 + 8 + 8 + 1 + 4 + 4;
+    /** The largest entry data a record holds; a larger entry is refused before anything is written. */
+    static final int MAX_ENTRY_BYTES = 32 << 20;
+
+    /**
+     * Test builds only: a crash test sets this to stop the process inside an append (a torn write, or
+     * between the write and its sync). Never set in production; {@code null} costs one volatile read.
+     */
+    interface CrashPoint {
+        /** Called before the batch is written at {@code position}; may write part of it and halt. */
+        void beforeWrite(FileChannel channel, ByteBuffer batch, long position) throws IOException;
+
+        /** Called after the batch was written and before it is synced. */
+        void beforeSync();
+    }
+
+    static volatile CrashPoint crashPoint;
 
     /** One segment file: its bounds and, when loaded, its record offsets. */
     private static final class Segment {
@@ -153,16 +182,15 @@ final class SegmentedLog implements AutoCloseable {
         Files.move(temporary, indexFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     }
 
+    /** Reads the record at {@code offset}, which the index or the offsets say holds {@code expectedIndex}. */
     private static LogEntry readRecord(Segment segment, FileChannel channel, long offset, long expectedIndex) throws IOException {
-        ByteBuffer lengthBuffer = ByteBuffer.allocate(4);
-        readFully(channel, lengthBuffer, offset);
-        int length = lengthBuffer.getInt(0);
-        if (length < HEADER_BYTES - 4 || length > MAX_RECORD_BYTES) {
-            throw new CorruptionException(segment.file, "record at offset " + offset + " has a bad length " + length);
-        }
-        ByteBuffer record = ByteBuffer.allocate(length);
-        readFully(channel, record, offset + 4);
-        return decode(segment.file, record.array(), offset, expectedIndex);
+        ByteBuffer header = ByteBuffer.allocate(RECORD_HEADER_BYTES);
+        readFully(channel, header, offset);
+        RecordHeader record = RecordHeader.check(segment.file, header, offset, expectedIndex);
+        ByteBuffer data = ByteBuffer.allocate(record.dataLength);
+        readFully(channel, data, offset + RECORD_HEADER_BYTES);
+        record.checkData(segment.file, data.array(), offset);
+        return new LogEntry(record.index, record.term, LogEntry.Type.ofOrdinal(record.type), data.array());
     }
 
     private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
@@ -176,53 +204,95 @@ final class SegmentedLog implements AutoCloseable {
         }
     }
 
-    private static LogEntry decode(Path file, byte[] record, long offset, long expectedIndex) {
-        ByteBuffer buffer = ByteBuffer.wrap(record);
-        int stored = buffer.getInt();
+    /** A record header whose own CRC32C, length, type, term and index were checked. */
+    private record RecordHeader(int dataLength, long index, long term, int type, int dataCrc) {
+
+        static RecordHeader check(Path file, ByteBuffer header, long offset, long expectedIndex) {
+            int stored = header.getInt(RECORD_HEADER_BYTES - 4);
+            if (stored != crc(header.array(), 0, RECORD_HEADER_BYTES - 4)) {
+                throw new CorruptionException(file, "the record header at offset " + offset + " fails its CRC32C check");
+            }
+            RecordHeader record = new RecordHeader(header.getInt(0), header.getLong(4), header.getLong(12), header.get(20),
+                    header.getInt(21));
+            if (record.dataLength < 0 || record.dataLength > MAX_ENTRY_BYTES) {
+                throw new CorruptionException(file, "the record at offset " + offset + " has a bad length " + record.dataLength);
+            }
+            if (record.type < 0 || record.type >= LogEntry.Type.values().length || record.term < 0) {
+                throw new CorruptionException(file, "the record at offset " + offset + " has a bad type or term");
+            }
+            if (record.index != expectedIndex) {
+                throw new CorruptionException(file, "the record at offset " + offset + " holds index " + record.index
+                        + ", expected " + expectedIndex);
+            }
+            return record;
+        }
+
+        void checkData(Path file, byte[] data, long offset) {
+            if (dataCrc != crc(data, 0, data.length)) {
+                throw new CorruptionException(file, "the record at offset " + offset + " (index " + index + ") fails its CRC32C check");
+            }
+        }
+    }
+
+    private static int crc(byte[] bytes, int from, int length) {
         CRC32C crc = new CRC32C();
-        crc.update(record, 4, record.length - 4);
-        if (stored != (int) crc.getValue()) {
-            throw new CorruptionException(file, "record at offset " + offset + " fails its CRC32C check");
-        }
-        long index = buffer.getLong();
-        long term = buffer.getLong();
-        int type = buffer.get();
-        if (index != expectedIndex) {
-            throw new CorruptionException(file, "record at offset " + offset + " holds index " + index + ", expected " + expectedIndex);
-        }
-        if (type < 0 || type >= LogEntry.Type.values().length || term < 0) {
-            throw new CorruptionException(file, "record " + index + " has a bad type or term");
-        }
-        byte[] data = new byte[buffer.remaining()];
-        buffer.get(data);
-        return new LogEntry(index, term, LogEntry.Type.ofOrdinal(type), data);
+        crc.update(bytes, from, length);
+        return (int) crc.getValue();
+    }
+
+    /** A segment header of {@code version} (the current one but in tests). */
+    static ByteBuffer segmentHeader(long firstIndex, int version) {
+        ByteBuffer header = ByteBuffer.allocate(SEGMENT_HEADER_BYTES).putInt(MAGIC).putInt(version).putLong(firstIndex);
+        header.putInt(crc(header.array(), 0, SEGMENT_HEADER_BYTES - 4));
+        return header.flip();
     }
 
     // ---------------------------------------------------------------- writing
 
-    /** Appends entries that follow {@code lastIndex()} (or start a log at any index when empty); durable on return. */
+    /**
+     * Appends entries that follow {@code lastIndex()} (or start a log at any index when empty); durable on
+     * return. An entry over {@link #MAX_ENTRY_BYTES} is refused before anything is written.
+     */
     void append(List<LogEntry> batch) {
+        long batchBytes = 0;
+        for (LogEntry entry : batch) {
+            if (entry.data().length > MAX_ENTRY_BYTES) {
+                throw new IllegalArgumentException("log entry " + entry.index() + " holds " + entry.data().length
+                        + " bytes, more than the " + MAX_ENTRY_BYTES + " a record may hold");
+            }
+            batchBytes += RECORD_HEADER_BYTES + entry.data().length;
+        }
+        if (batchBytes > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a batch of " + batchBytes + " bytes is too large for one write");
+        }
         try {
             if (active == null || active.sizeBytes >= maxSegmentBytes) {
                 roll(batch.get(0).index());
             }
-            ByteBuffer buffer = encode(batch);
+            ByteBuffer buffer = encode(batch, (int) batchBytes);
             long position = active.sizeBytes;
             long[] offsets = ensureCapacity(active, active.count() + batch.size());
             int slot = active.count();
             long at = position;
             for (LogEntry entry : batch) {
                 offsets[slot++] = at;
-                at += HEADER_BYTES + entry.data().length;
+                at += RECORD_HEADER_BYTES + entry.data().length;
+            }
+            CrashPoint point = crashPoint;
+            if (point != null) {
+                point.beforeWrite(activeChannel, buffer.duplicate(), position);
             }
             while (buffer.hasRemaining()) {
                 position += activeChannel.write(buffer, position);
+            }
+            if (point != null) {
+                point.beforeSync();
             }
             activeChannel.force(false);
             active.sizeBytes = position;
             active.last = batch.get(batch.size() - 1).index();
         } catch (IOException e) {
-            throw new StorageException("cannot append to " + active.file + ": " + e.getMessage(), e);
+            throw new StorageException("cannot append to " + (active == null ? folder : active.file) + ": " + e.getMessage(), e);
         }
     }
 
@@ -233,25 +303,20 @@ final class SegmentedLog implements AutoCloseable {
         return segment.offsets;
     }
 
-    private static ByteBuffer encode(List<LogEntry> batch) {
-        int size = 0;
+    private static ByteBuffer encode(List<LogEntry> batch, int batchBytes) {
+        ByteBuffer buffer = ByteBuffer.allocate(batchBytes);
         for (LogEntry entry : batch) {
-            size += HEADER_BYTES + entry.data().length;
-        }
-        ByteBuffer buffer = ByteBuffer.allocate(size);
-        CRC32C crc = new CRC32C();
-        for (LogEntry entry : batch) {
+            byte[] data = entry.data();
             int start = buffer.position();
-            buffer.putInt(HEADER_BYTES - 4 + entry.data().length).putInt(0).putLong(entry.index()).putLong(entry.term())
-                    .put((byte) entry.type().ordinal()).put(entry.data());
-            crc.reset();
-            crc.update(buffer.array(), start + 8, HEADER_BYTES - 8 + entry.data().length);
-            buffer.putInt(start + 4, (int) crc.getValue());
+            buffer.putInt(data.length).putLong(entry.index()).putLong(entry.term()).put((byte) entry.type().ordinal())
+                    .putInt(crc(data, 0, data.length));
+            buffer.putInt(crc(buffer.array(), start, RECORD_HEADER_BYTES - 4));
+            buffer.put(data);
         }
         return buffer.flip();
     }
 
-    /** Seals the active segment (if any) and starts a new one at {@code firstIndex}. */
+    /** Seals the active segment (if any) and starts a new one at {@code firstIndex}, its header synced. */
     private void roll(long firstIndex) throws IOException {
         if (active != null) {
             if (active.count() == 0) {
@@ -269,10 +334,21 @@ final class SegmentedLog implements AutoCloseable {
         Segment segment = new Segment(folder.resolve(name(firstIndex) + OPEN_SUFFIX), firstIndex, firstIndex - 1);
         activeChannel = FileChannel.open(segment.file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE);
+        writeSegmentHeader(activeChannel, firstIndex);
+        segment.sizeBytes = SEGMENT_HEADER_BYTES;
         segment.offsets = new long[1024];
         segments.put(firstIndex, segment);
         active = segment;
         syncFolder();
+    }
+
+    private static void writeSegmentHeader(FileChannel channel, long firstIndex) throws IOException {
+        ByteBuffer header = segmentHeader(firstIndex, FORMAT_VERSION);
+        long at = 0;
+        while (header.hasRemaining()) {
+            at += channel.write(header, at);
+        }
+        channel.force(true);
     }
 
     /** Deletes every entry from {@code fromIndex} on; durable on return. */
@@ -289,11 +365,11 @@ final class SegmentedLog implements AutoCloseable {
                 reopenAsActive(last);
             }
             long keep = fromIndex - active.first;
-            long cut = keep <= 0 ? 0 : active.offsets[(int) keep];
+            long cut = keep <= 0 ? SEGMENT_HEADER_BYTES : active.offsets[(int) keep];
             activeChannel.truncate(cut);
             activeChannel.force(true);
             active.sizeBytes = cut;
-            active.last = fromIndex - 1;
+            active.last = Math.max(fromIndex, active.first) - 1;
         } catch (IOException e) {
             throw new StorageException("cannot truncate the log in " + folder + ": " + e.getMessage(), e);
         }
@@ -395,64 +471,173 @@ final class SegmentedLog implements AutoCloseable {
         }
     }
 
-    /** Reads a whole segment at open; the active one keeps its offsets, a torn last record is cut off. */
+    /** Reads a whole segment at open; the active one keeps its offsets, a sealed one's index is compared. */
     private void verify(Segment segment) throws IOException {
         boolean isActive = segment == active;
-        try (FileChannel channel = FileChannel.open(segment.file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel channel = FileChannel.open(segment.file, isActive
+                ? new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE}
+                : new StandardOpenOption[] {StandardOpenOption.READ})) {
             long[] offsets = scan(segment, channel, isActive);
             if (isActive) {
                 segment.offsets = offsets.length == 0 ? new long[1024] : offsets;
                 segment.sizeBytes = channel.size();
-            } else if (!Files.exists(indexFileOf(segment)) || Files.size(indexFileOf(segment)) != segment.count() * 8L) {
-                writeIndex(segment, offsets); // an index is derived from its segment: rebuilt when absent
+            } else {
+                checkIndex(segment, offsets);
             }
         }
     }
 
     /**
-     * Reads every record of a segment, checking length, CRC and index. For the active segment at open,
-     * {@code repairTornTail} cuts off a last record that ends past the end of the file (a crash during an
-     * unacknowledged write) and sets the segment's last index from what it holds.
+     * A sealed segment's index must list exactly the offsets its segment holds: a damaged index stops the
+     * start naming the index file. A missing one is derived data and is rebuilt (a crash between deleting
+     * an index and its segment, or a user's clean-up, leaves none).
      */
-    private long[] scan(Segment segment, FileChannel channel, boolean repairTornTail) throws IOException {
+    private void checkIndex(Segment segment, long[] offsets) throws IOException {
+        Path indexFile = indexFileOf(segment);
+        if (!Files.exists(indexFile)) {
+            LOG.warn("{}: missing, rebuilt from its segment", indexFile);
+            writeIndex(segment, offsets);
+            return;
+        }
+        long expectedBytes = segment.count() * 8L;
+        if (Files.size(indexFile) != expectedBytes) {
+            throw new CorruptionException(indexFile, "holds " + Files.size(indexFile) + " bytes, its segment's " + segment.count()
+                    + " records need " + expectedBytes + "; the index is damaged (delete it to have it rebuilt)");
+        }
+        try (FileChannel channel = FileChannel.open(indexFile, StandardOpenOption.READ)) {
+            ByteBuffer stored = ByteBuffer.allocate((int) expectedBytes);
+            readFully(channel, stored, 0);
+            for (int i = 0; i < segment.count(); i++) {
+                if (stored.getLong(i * 8) != offsets[i]) {
+                    throw new CorruptionException(indexFile, "gives offset " + stored.getLong(i * 8) + " for entry " + (segment.first + i)
+                            + ", its segment holds it at " + offsets[i] + "; the index is damaged (delete it to have it rebuilt)");
+                }
+            }
+        }
+    }
+
+    /**
+     * Reads every record of a segment, checking the segment header and every record header and data CRC.
+     *
+     * <p>The recovery rule. Only the tail of the active segment, and only when {@code repairTail} is set (at
+     * open), may be cut, and only when it cannot be a complete record: (a) fewer bytes than a record header
+     * remain; (b) a record header whose own CRC is good, but whose data runs past the end of the file; (c)
+     * all bytes from a record boundary to the end of the file are zero (space a power loss left unwritten).
+     * Such a tail is what a crash during an append leaves, an append that was never acknowledged because it
+     * was not synced. The cut is logged at WARN with its size. An active segment whose own header is
+     * incomplete or zero, with nothing after it, is a roll cut short and is started again empty. Everything
+     * else is damage and throws, the file untouched: a header that fails its CRC, a complete record whose
+     * data fails its CRC even when it is the last one, a zero header followed by data, a wrong index, and any
+     * incomplete record of a sealed segment.
+     */
+    private long[] scan(Segment segment, FileChannel channel, boolean repairTail) throws IOException {
         long size = channel.size();
-        boolean sealed = segment != active;
-        int expectedCount = sealed ? segment.count() : 1024;
-        long[] offsets = new long[Math.max(expectedCount, 1)];
+        if (!checkSegmentHeader(segment, channel, size, repairTail)) {
+            return finish(segment, new long[1024], 0);
+        }
+        long[] offsets = new long[Math.max(segment != active ? segment.count() : 1024, 1)];
         int count = 0;
-        long position = 0;
-        ByteBuffer header = ByteBuffer.allocate(4);
+        long position = SEGMENT_HEADER_BYTES;
+        ByteBuffer header = ByteBuffer.allocate(RECORD_HEADER_BYTES);
         while (position < size) {
+            if (size - position < RECORD_HEADER_BYTES) {
+                return cutTail(segment, channel, repairTail, position, "a record header cut short", offsets, count);
+            }
             header.clear();
-            if (size - position < 4) {
-                return tornTail(segment, channel, repairTornTail, position, offsets, count);
-            }
             readFully(channel, header, position);
-            int length = header.getInt(0);
-            if (length < HEADER_BYTES - 4 || length > MAX_RECORD_BYTES) {
-                throw new CorruptionException(segment.file, "record at offset " + position + " has a bad length " + length);
+            if (isZero(header.array(), RECORD_HEADER_BYTES)) {
+                if (zeroToEnd(channel, position + RECORD_HEADER_BYTES, size)) {
+                    return cutTail(segment, channel, repairTail, position, "zero bytes to the end of the file", offsets, count);
+                }
+                throw new CorruptionException(segment.file, "zero bytes where the record header at offset " + position
+                        + " should be, and data after them");
             }
-            if (position + 4 + length > size) {
-                return tornTail(segment, channel, repairTornTail, position, offsets, count);
+            RecordHeader record = RecordHeader.check(segment.file, header, position, segment.first + count);
+            long end = position + RECORD_HEADER_BYTES + record.dataLength();
+            if (end > size) {
+                return cutTail(segment, channel, repairTail, position, "a record whose data runs past the end of the file",
+                        offsets, count);
             }
-            ByteBuffer record = ByteBuffer.allocate(length);
-            readFully(channel, record, position + 4);
-            decode(segment.file, record.array(), position, segment.first + count);
+            ByteBuffer data = ByteBuffer.allocate(record.dataLength());
+            readFully(channel, data, position + RECORD_HEADER_BYTES);
+            record.checkData(segment.file, data.array(), position);
             if (count == offsets.length) {
                 offsets = java.util.Arrays.copyOf(offsets, offsets.length * 2);
             }
             offsets[count++] = position;
-            position += 4 + length;
+            position = end;
         }
         return finish(segment, offsets, count);
     }
 
-    private long[] tornTail(Segment segment, FileChannel channel, boolean repair, long position, long[] offsets, int count)
-            throws IOException {
-        if (!repair) {
-            throw new CorruptionException(segment.file, "ends with an incomplete record at offset " + position);
+    /**
+     * Checks the segment header: {@code true} when it is good; {@code false} when an active segment holds
+     * only an incomplete or zero header (a roll cut short), which it then writes again.
+     */
+    private boolean checkSegmentHeader(Segment segment, FileChannel channel, long size, boolean repairTail) throws IOException {
+        ByteBuffer header = ByteBuffer.allocate((int) Math.min(size, SEGMENT_HEADER_BYTES));
+        readFully(channel, header, 0);
+        boolean incomplete = size < SEGMENT_HEADER_BYTES || isZero(header.array(), SEGMENT_HEADER_BYTES);
+        if (incomplete && repairTail && zeroToEnd(channel, header.limit(), size) && segment.last < segment.first) {
+            LOG.warn("{}: the segment header is incomplete ({} bytes, no record): a roll cut short by a crash; started again empty",
+                    segment.file, size);
+            channel.truncate(0);
+            writeSegmentHeader(channel, segment.first);
+            return false;
         }
-        channel.truncate(position); // the write was never acknowledged: it was not synced when the process died
+        if (incomplete) {
+            throw new CorruptionException(segment.file, "the segment header at offset 0 is incomplete (" + size + " bytes)");
+        }
+        int magic = header.getInt(0);
+        int version = header.getInt(4);
+        if (magic != MAGIC) {
+            throw new CorruptionException(segment.file, "is not a Conclave log segment of a known format (no magic number at offset 0;"
+                    + " segments written before format version 2 are not read)");
+        }
+        if (header.getInt(SEGMENT_HEADER_BYTES - 4) != crc(header.array(), 0, SEGMENT_HEADER_BYTES - 4)) {
+            throw new CorruptionException(segment.file, "the segment header at offset 0 fails its CRC32C check");
+        }
+        if (version != FORMAT_VERSION) {
+            throw new CorruptionException(segment.file, "is a log segment of format version " + version
+                    + "; this Conclave reads format version " + FORMAT_VERSION);
+        }
+        if (header.getLong(8) != segment.first) {
+            throw new CorruptionException(segment.file, "the segment header says it starts at index " + header.getLong(8)
+                    + ", its name says " + segment.first);
+        }
+        return true;
+    }
+
+    private static boolean isZero(byte[] bytes, int length) {
+        for (int i = 0; i < Math.min(length, bytes.length); i++) {
+            if (bytes[i] != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean zeroToEnd(FileChannel channel, long from, long size) throws IOException {
+        ByteBuffer chunk = ByteBuffer.allocate(64 << 10);
+        for (long at = from; at < size; at += chunk.limit()) {
+            chunk.clear().limit((int) Math.min(chunk.capacity(), size - at));
+            readFully(channel, chunk, at);
+            if (!isZero(chunk.array(), chunk.limit())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private long[] cutTail(Segment segment, FileChannel channel, boolean repair, long position, String what, long[] offsets, int count)
+            throws IOException {
+        long size = channel.size();
+        if (!repair) {
+            throw new CorruptionException(segment.file, "ends with an incomplete record at offset " + position + " (" + what + ")");
+        }
+        LOG.warn("{}: cut {} bytes at offset {} after record {} ({}): an append that was never acknowledged, cut short by a crash",
+                segment.file, size - position, position, segment.first + count - 1, what);
+        channel.truncate(position);
         channel.force(true);
         return finish(segment, offsets, count);
     }
