@@ -83,6 +83,7 @@ public final class Agent implements AutoCloseable {
     private RaftNode node;
     private int httpPort;
     private boolean stopped;
+    private boolean nodeIdStored;
     private final BlockedThreadWatch blockedThreads;
 
     private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
@@ -119,14 +120,21 @@ public final class Agent implements AutoCloseable {
             throw new UncheckedIOException("cannot create data_dir " + config.dataDir() + ": " + e.getMessage(), e);
         }
         DirectoryLock lock = DirectoryLock.acquire(dataDir);
-        String nodeId;
+        Optional<String> storedNodeId;
         try {
-            nodeId = NodeIdFile.loadOrCreate(dataDir, config.nodeId());
+            storedNodeId = NodeIdFile.read(dataDir, config.nodeId());
+            String storageName = registry.active(Spi.STORAGE).map(ProviderInfo::name).orElse("");
+            boolean inMemory = storageName.equals(InMemoryStorageProvider.NAME);
+            if (!(inMemory && config.dev())) { // -dev's in-memory storage has no state to bind
+                StateBinding.checkBeforeOpen(dataDir, storageName, inMemory, storedNodeId.isPresent(), !temporary, effectivePluginsDir);
+            }
         } catch (RuntimeException e) {
             lock.close();
             throw e;
         }
-        Agent agent = new Agent(config, registry, dataDir, temporary, nodeId, lock);
+        Agent agent = new Agent(config, registry, dataDir, temporary, storedNodeId.orElseGet(() -> NodeIdFile.fresh(config.nodeId())),
+                lock);
+        agent.nodeIdStored = storedNodeId.isPresent();
         try {
             agent.startPlugins();
             agent.startRaft();
@@ -135,7 +143,7 @@ public final class Agent implements AutoCloseable {
             agent.stop();
             throw e;
         }
-        LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), nodeId,
+        LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), agent.nodeId(),
                 config.datacenter(), config.clientAddr(), agent.httpPort, agent.activeNames());
         return agent;
     }
@@ -143,6 +151,10 @@ public final class Agent implements AutoCloseable {
     private void startPlugins() {
         StorageProvider storageProvider = registry.require(Spi.STORAGE, StorageProvider.class);
         storage = await(vertx.executeBlocking(() -> storageProvider.open(contextFor(storageProvider.name()))));
+        await(vertx.executeBlocking(() -> {
+            bindIdentityToStorage(storageProvider.name());
+            return null;
+        }));
         RemovalPolicyProvider policyProvider = registry.require(Spi.REMOVAL_POLICY, RemovalPolicyProvider.class);
         removalPolicy = policyProvider.create(contextFor(policyProvider.name()));
         MembershipProvider membershipProvider = registry.require(Spi.MEMBERSHIP, MembershipProvider.class);
@@ -166,6 +178,32 @@ public final class Agent implements AutoCloseable {
         await(membership.start());
     }
 
+    /**
+     * Records which provider holds this node's state, then stores a new node ID — in that order, each
+     * synced: a crash between them leaves a binding without an ID, which is refused only once the storage
+     * holds Raft state. A new ID is never given to storage that has Raft state. Blocking.
+     */
+    private void bindIdentityToStorage(String providerName) throws IOException {
+        boolean devMemory = config.dev() && providerName.equals(InMemoryStorageProvider.NAME);
+        if (!devMemory) {
+            StateBinding.record(dataDir, providerName);
+        }
+        if (!nodeIdStored) {
+            if (!devMemory && hasRaftState()) {
+                throw new StateBinding.Refused("data_dir " + dataDir + " holds Raft state (term " + storage.stable().currentTerm()
+                        + ", last log index " + storage.log().lastIndex() + ") but no " + NodeIdFile.FILE_NAME
+                        + ": a fresh ID would vote with another server's state. Restore " + dataDir.resolve(NodeIdFile.FILE_NAME)
+                        + " from a backup, or empty the data folder so that the server joins as a new one");
+            }
+            NodeIdFile.write(dataDir, identity.nodeId());
+            nodeIdStored = true;
+        }
+    }
+
+    private boolean hasRaftState() throws IOException {
+        return storage.stable().currentTerm() > 0 || storage.log().lastIndex() > 0 || !storage.snapshots().list().isEmpty();
+    }
+
     private SimplePluginContext contextFor(String providerName) {
         Context context = vertx.getOrCreateContext();
         Path folder = dataDir.resolve("plugins").resolve(providerName);
@@ -183,8 +221,7 @@ public final class Agent implements AutoCloseable {
      * bootstraps itself as the only voter when its storage is empty.
      */
     private void startRaft() {
-        boolean[] state = await(vertx.executeBlocking(() -> new boolean[] {
-                storage.stable().currentTerm() > 0 || storage.log().lastIndex() > 0 || !storage.snapshots().list().isEmpty()}));
+        boolean[] state = await(vertx.executeBlocking(() -> new boolean[] {hasRaftState()}));
         java.util.concurrent.atomic.AtomicBoolean hasRaftState = new java.util.concurrent.atomic.AtomicBoolean(state[0]);
         byte[] storedClusterId = await(vertx.executeBlocking(() -> storage.stable().get(CLUSTER_ID_KEY)));
         transport = new GrpcRaftTransport(vertx, storedClusterId == null ? null

@@ -6,7 +6,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -22,29 +21,36 @@ final class NodeIdFile {
     private NodeIdFile() {
     }
 
-    static String loadOrCreate(Path dataDir, Optional<String> configured) {
+    /** The stored node ID, checked against a configured one; nothing is written. */
+    static Optional<String> read(Path dataDir, Optional<String> configured) {
         Path file = dataDir.resolve(FILE_NAME);
         try {
-            if (Files.exists(file)) {
-                String stored = Files.readString(file, StandardCharsets.UTF_8).trim();
-                try {
-                    UUID.fromString(stored);
-                } catch (IllegalArgumentException e) {
-                    throw new ConfigException(null, file + " holds \"" + stored + "\", which is not a UUID: the file is damaged");
-                }
-                if (configured.isPresent() && !configured.get().equalsIgnoreCase(stored)) {
-                    throw new ConfigException("node_id", "value \"" + configured.get() + "\" differs from the ID "
-                            + stored + " stored in " + file + ": a server's ID never changes");
-                }
-                return stored;
+            if (!Files.exists(file)) {
+                return Optional.empty();
             }
-            String id = configured.map(text -> text.toLowerCase(java.util.Locale.ROOT)).orElseGet(() -> UUID.randomUUID().toString());
-            Path temporary = dataDir.resolve(FILE_NAME + ".tmp");
-            Files.writeString(temporary, id + "\n", StandardCharsets.UTF_8);
-            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
-            return id;
+            String stored = Files.readString(file, StandardCharsets.UTF_8).trim();
+            try {
+                UUID.fromString(stored);
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(null, file + " holds \"" + stored + "\", which is not a UUID: the file is damaged");
+            }
+            if (configured.isPresent() && !configured.get().equalsIgnoreCase(stored)) {
+                throw new ConfigException("node_id", "value \"" + configured.get() + "\" differs from the ID "
+                        + stored + " stored in " + file + ": a server's ID never changes");
+            }
+            return Optional.of(stored);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read or write " + file + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("cannot read " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** A new ID: the configured one, or a random UUID. Not stored until {@link #write}. */
+    static String fresh(Optional<String> configured) {
+        return configured.map(text -> text.toLowerCase(java.util.Locale.ROOT)).orElseGet(() -> UUID.randomUUID().toString());
+    }
+
+    /** Stores the ID durably (the file synced, renamed into place, the folder synced). */
+    static void write(Path dataDir, String id) {
+        StateBinding.writeDurably(dataDir, FILE_NAME, id + "\n");
     }
 }

@@ -33,6 +33,7 @@ public final class MapDbStorage implements Storage {
     static final String STORE_FILE = "raft.db";
     static final String SNAPSHOTS_FOLDER = "snapshots";
     static final String LOG_FOLDER = "log";
+    static final String CREATED_MARKER = "stable-store.created";
 
     private final DirectoryLock lock;
     private final DB db;
@@ -63,6 +64,7 @@ public final class MapDbStorage implements Storage {
         DB db = null;
         SegmentedLog segments = null;
         try {
+            boolean created = refuseAMissingStore(folder, storeFile);
             db = DBMaker.fileDB(storeFile.toFile()).transactionEnable().make();
             BTreeMap<String, byte[]> values = db.treeMap("stable", Serializer.STRING, Serializer.BYTE_ARRAY).createOrOpen();
             MapDbStableStore stable = new MapDbStableStore(db, values, storeFile);
@@ -71,6 +73,10 @@ public final class MapDbStorage implements Storage {
             log.verifyBounds();
             FileSnapshotStore snapshots = new FileSnapshotStore(Files.createDirectories(folder.resolve(SNAPSHOTS_FOLDER)));
             snapshots.verify();
+            if (created) {
+                stable.commit();
+                writeMarker(folder);
+            }
             return new MapDbStorage(lock, db, segments, log, stable, snapshots);
         } catch (DBException.DataCorruption | DBException.WrongFormat
                  | DBException.VolumeEOF | DBException.NewMapDBFormat e) {
@@ -85,6 +91,50 @@ public final class MapDbStorage implements Storage {
         } catch (RuntimeException e) {
             closeAfterFailure(db, segments, lock);
             throw e;
+        }
+    }
+
+    /**
+     * A stable store that once existed must never be created again: that would reset the term and the vote,
+     * and the node could vote twice in one term. {@value #CREATED_MARKER} is written once the store first
+     * exists; a missing or empty store beside it, or beside log segments or snapshots, is refused.
+     *
+     * @return whether the store is new (no marker, no log, no snapshot: a new node)
+     */
+    private static boolean refuseAMissingStore(Path folder, Path storeFile) throws java.io.IOException {
+        boolean storePresent = Files.exists(storeFile) && Files.size(storeFile) > 0;
+        if (storePresent) {
+            return !Files.exists(folder.resolve(CREATED_MARKER));
+        }
+        String evidence = Files.exists(folder.resolve(CREATED_MARKER)) ? CREATED_MARKER + " says it was created"
+                : holdsFiles(folder.resolve(LOG_FOLDER)) ? "the log in " + LOG_FOLDER + "/ holds segments"
+                : holdsFiles(folder.resolve(SNAPSHOTS_FOLDER)) ? SNAPSHOTS_FOLDER + "/ holds snapshots" : null;
+        if (evidence != null) {
+            throw new CorruptionException(storeFile, "the stable store (term and vote) is " + (Files.exists(storeFile) ? "empty" : "missing")
+                    + ", but " + evidence + ": a new one would reset the term and the vote, and this server could vote twice in one"
+                    + " term. Restore " + STORE_FILE + " from a backup, or empty the data folder so that the server joins as a new one");
+        }
+        return true;
+    }
+
+    private static boolean holdsFiles(Path folder) throws java.io.IOException {
+        if (!Files.isDirectory(folder)) {
+            return false;
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(folder)) {
+            return files.findAny().isPresent();
+        }
+    }
+
+    private static void writeMarker(Path folder) throws java.io.IOException {
+        Path marker = folder.resolve(CREATED_MARKER);
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(marker, java.nio.file.StandardOpenOption.CREATE,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            channel.write(java.nio.ByteBuffer.wrap((STORE_FILE + " created\n").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            channel.force(true);
+        }
+        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(folder, java.nio.file.StandardOpenOption.READ)) {
+            directory.force(true);
         }
     }
 

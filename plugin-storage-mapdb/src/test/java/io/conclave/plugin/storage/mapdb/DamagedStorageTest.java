@@ -180,4 +180,32 @@ class DamagedStorageTest {
             assertEquals(301, first.log().lastIndex(), "the holder is unaffected");
         }
     }
+
+    @Test
+    void when_the_stable_store_is_deleted_beside_a_log_then_open_is_refused_and_nothing_is_created() throws Exception {
+        try (Stream<Path> files = Files.list(folder)) {
+            for (Path file : files.filter(file -> file.getFileName().toString().startsWith(MapDbStorage.STORE_FILE)).toList()) {
+                Files.delete(file); // raft.db and MapDB's write-ahead files
+            }
+        }
+        CorruptionException error = assertReportedAndUntouched(folder.resolve(MapDbStorage.STORE_FILE), "missing");
+        assertTrue(error.getMessage().contains("vote twice"), error.getMessage());
+        assertTrue(Files.notExists(folder.resolve(MapDbStorage.STORE_FILE)), "no fresh store was made");
+    }
+
+    @Test
+    void when_the_stable_store_is_deleted_and_the_log_is_empty_then_the_marker_still_refuses_it() throws Exception {
+        Path empty = folder.resolve("empty-node");
+        try (MapDbStorage storage = MapDbStorage.open(empty, SEGMENT_BYTES)) {
+            storage.stable().setTermAndVote(7, "a-candidate"); // voted in term 7 with an empty log
+        }
+        try (Stream<Path> files = Files.list(empty)) {
+            for (Path file : files.filter(file -> file.getFileName().toString().startsWith(MapDbStorage.STORE_FILE)).toList()) {
+                Files.delete(file);
+            }
+        }
+        CorruptionException error = assertThrows(CorruptionException.class, () -> MapDbStorage.open(empty, SEGMENT_BYTES).close());
+        assertTrue(error.getMessage().contains(MapDbStorage.CREATED_MARKER), error.getMessage());
+        assertTrue(Files.notExists(empty.resolve(MapDbStorage.STORE_FILE)), "no fresh store was made");
+    }
 }

@@ -1,0 +1,100 @@
+package io.conclave.engine.raft.agent;
+
+import io.conclave.api.storage.StorageException;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Optional;
+
+/**
+ * Binds a server's identity to the storage that holds its state (DESIGN.md, "Durability rules"): the data
+ * folder records, in {@value #FILE_NAME}, which storage provider holds this node's term, vote and log. A
+ * start that would give a known node ID a fresh term — its state gone, another provider, or in-memory
+ * storage behind a persistent folder — is refused with {@link Refused}, and nothing is written.
+ *
+ * <p>Blocking (it reads and syncs files): called at start, off the event loops.
+ */
+final class StateBinding {
+
+    static final String FILE_NAME = "storage-provider";
+
+    /** The start is refused: the message says what is inconsistent and what to do. */
+    static final class Refused extends StorageException {
+        Refused(String message) {
+            super(message);
+        }
+    }
+
+    private StateBinding() {
+    }
+
+    /** The provider recorded in {@code dataDir}, if any. */
+    static Optional<String> recorded(Path dataDir) {
+        Path file = dataDir.resolve(FILE_NAME);
+        try {
+            return Files.exists(file) ? Optional.of(Files.readString(file, StandardCharsets.UTF_8).trim()) : Optional.empty();
+        } catch (IOException e) {
+            throw new StorageException("cannot read " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Checks, before the storage is opened, that {@code provider} may open this folder's state.
+     *
+     * @param hasNodeId  whether {@code dataDir} already holds a node ID
+     * @param persistent whether the folder outlives the process (not {@code -dev}'s temporary folder)
+     */
+    static void checkBeforeOpen(Path dataDir, String provider, boolean inMemory, boolean hasNodeId, boolean persistent,
+                                Path pluginsDir) {
+        Optional<String> recorded = recorded(dataDir);
+        if (recorded.isPresent() && !recorded.get().equals(provider)) {
+            throw new Refused("data_dir " + dataDir + " holds the state of storage provider '" + recorded.get() + "' (recorded in "
+                    + dataDir.resolve(FILE_NAME) + "), but storage provider '" + provider + "' was chosen: put the '" + recorded.get()
+                    + "' plugin in the plugins folder (" + (pluginsDir == null ? "none given" : pluginsDir) + ") or set plugins.storage"
+                    + " to '" + recorded.get() + "'; a server never starts on storage that does not hold its state");
+        }
+        if (inMemory && persistent) {
+            throw new Refused("storage provider '" + provider + "' keeps nothing across restarts, but data_dir " + dataDir
+                    + " is persistent: the node ID kept there would come back without its term, vote and log. Put a durable"
+                    + " storage plugin (MapDB) in the plugins folder (" + (pluginsDir == null ? "none given" : pluginsDir)
+                    + "), or run with -dev");
+        }
+        if (hasNodeId && recorded.isEmpty() && !inMemory) {
+            throw new Refused(dataDir.resolve(NodeIdFile.FILE_NAME) + " holds a node ID, but no storage state is recorded for it"
+                    + " (no " + dataDir.resolve(FILE_NAME) + "): its term, vote and log are gone, and starting would reuse the ID with"
+                    + " a fresh term. Restore the data folder from a backup, or remove " + NodeIdFile.FILE_NAME
+                    + " so that the server joins as a new one");
+        }
+    }
+
+    /** Records {@code provider} as the holder of this folder's state (synced, folder synced); once. */
+    static void record(Path dataDir, String provider) {
+        if (recorded(dataDir).isPresent()) {
+            return;
+        }
+        writeDurably(dataDir, FILE_NAME, provider + "\n");
+    }
+
+    /** Writes {@code name} in {@code folder} atomically and durably: temporary file synced, renamed, folder synced. */
+    static void writeDurably(Path folder, String name, String content) {
+        Path file = folder.resolve(name);
+        Path temporary = folder.resolve(name + ".tmp");
+        try {
+            try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.WRITE)) {
+                channel.write(java.nio.ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8)));
+                channel.force(true);
+            }
+            Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            try (FileChannel directory = FileChannel.open(folder, StandardOpenOption.READ)) {
+                directory.force(true);
+            }
+        } catch (IOException e) {
+            throw new StorageException("cannot write " + file + ": " + e.getMessage(), e);
+        }
+    }
+}
