@@ -84,6 +84,7 @@ public final class Agent implements AutoCloseable {
     private int httpPort;
     private boolean stopped;
     private boolean nodeIdStored;
+    private volatile Throwable failure;
     private final BlockedThreadWatch blockedThreads;
 
     private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
@@ -245,6 +246,18 @@ public final class Agent implements AutoCloseable {
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
                 transport.sender(), options, null));
         transport.register(node);
+        node.failure().onSuccess(cause -> {
+            failure = cause;
+            LOG.error("the agent stops: its storage failed ({}); no further write is acknowledged", cause.getMessage());
+            new Thread(() -> {
+                try {
+                    stop();
+                } catch (RuntimeException e) {
+                    LOG.warn("while stopping after the storage failure: {}", e.getMessage());
+                    terminated.tryComplete();
+                }
+            }, "conclave-storage-failure").start(); // stop() closes Vert.x: not on its threads
+        });
         clusterRpc.node(node);
         new KvHttpApi(vertx, node, clusterRpc, timing.electionTimeoutMax()).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
@@ -261,15 +274,12 @@ public final class Agent implements AutoCloseable {
     /** Bootstraps this server's first configuration and takes the cluster ID derived from it. */
     private void formCluster(ClusterConfiguration configuration, java.util.concurrent.atomic.AtomicBoolean hasRaftState) {
         String clusterId = Bootstrapper.clusterIdOf(configuration);
-        // Order matters: the node bootstraps before the transport accepts the cluster's traffic (a leader's
-        // appends must not reach an empty core), and the cluster ID is set before the state shows in Hello.
-        node.bootstrap(configuration).compose(v -> {
+        // Order matters: the cluster ID is synced before the bootstrap entries (node ID, cluster ID, configuration:
+        // DESIGN.md's durability rules), the node bootstraps before the transport accepts the cluster's traffic (a
+        // leader's appends must not reach an empty core), and the cluster ID is set before the state shows in Hello.
+        node.bootstrap(configuration, CLUSTER_ID_KEY, clusterId.getBytes(java.nio.charset.StandardCharsets.UTF_8)).onSuccess(v -> {
             transport.clusterId(clusterId);
             hasRaftState.set(true);
-            return vertx.executeBlocking(() -> {
-                storage.stable().put(CLUSTER_ID_KEY, clusterId.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                return null;
-            });
         }).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
     }
 
@@ -489,6 +499,11 @@ public final class Agent implements AutoCloseable {
     /** Completes once the agent stopped, by a signal or by leaving. */
     public Future<Void> terminated() {
         return terminated.future();
+    }
+
+    /** Why the agent stopped by itself (its storage failed), or {@code null}. */
+    public Throwable failure() {
+        return failure;
     }
 
     /** What Vert.x's blocked-thread checker reported in this agent. */

@@ -22,6 +22,8 @@ public final class AgentLauncher {
     public static final int EXIT_CONFIGURATION = 2;
     /** Exit code when the agent could not start for another reason (a port in use, storage failure). */
     public static final int EXIT_START_FAILED = 1;
+    /** Exit code when a running agent stopped by itself because its storage failed (restart it: nothing acknowledged is lost). */
+    public static final int EXIT_FAILED = 1;
 
     private AgentLauncher() {
     }
@@ -75,11 +77,16 @@ public final class AgentLauncher {
             agent.stop();
             stopped.countDown();
         }, "conclave-shutdown"));
-        agent.terminated().onComplete(ignored -> stopped.countDown()); // it left the cluster: exit 0
+        agent.terminated().onComplete(ignored -> stopped.countDown()); // it left the cluster (exit 0), or its storage failed
         try {
             stopped.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        Throwable failure = agent.failure();
+        if (failure != null) {
+            err.println("conclave: the agent stopped: storage failed: " + failure.getMessage());
+            return EXIT_FAILED;
         }
         return EXIT_OK;
     }

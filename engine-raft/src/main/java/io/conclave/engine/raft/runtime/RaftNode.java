@@ -89,6 +89,7 @@ public final class RaftNode {
     private boolean snapshotStarted;
     private long lastSnapshotStarted;
     private boolean stopped;
+    private final Promise<Throwable> failure = Promise.promise();
     private long timerId = -1;
     private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
     /** Every server address seen in a configuration: a removed server still gets the commit of its removal. */
@@ -199,6 +200,10 @@ public final class RaftNode {
     public Future<byte[]> propose(byte[] command) {
         Promise<byte[]> promise = Promise.promise();
         context.runOnContext(v -> {
+            if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
+                promise.fail(new NotLeaderException("STOPPED", null, null));
+                return;
+            }
             long requestId = nextRequestId++;
             handleOutcome(core.propose(requestId, command), promise);
             pump();
@@ -223,10 +228,28 @@ public final class RaftNode {
     public Future<Void> changeConfiguration(io.conclave.engine.raft.core.ConfigChange change) {
         Promise<byte[]> promise = Promise.promise();
         context.runOnContext(v -> {
+            if (stopped) {
+                promise.fail(new NotLeaderException("STOPPED", null, null));
+                return;
+            }
             handleOutcome(core.proposeConfigChange(nextRequestId++, change), promise);
             pump();
         });
         return promise.future().mapEmpty();
+    }
+
+    /**
+     * Stores {@code key = value} in the stable store (synced, on the storage worker), then bootstraps: what
+     * identifies the cluster is durable before the first configuration is, and so before any Raft message
+     * (DESIGN.md, durability rules). A failed write stops the node as any storage failure does.
+     */
+    public Future<Void> bootstrap(ClusterConfiguration initial, String key, byte[] value) {
+        return onCore(core -> core.lastIndex() == 0 && core.term() == 0).compose(empty -> !empty
+                ? Future.failedFuture(new IllegalStateException("this server already has Raft state: it is not bootstrapped"))
+                : storageWorker.<Void>executeBlocking(() -> {
+                    storage.stable().put(key, value);
+                    return null;
+                }).onFailure(cause -> context.runOnContext(v -> fatal(cause))).compose(v -> bootstrap(initial)));
     }
 
     /** Bootstraps a node that has no Raft state with {@code initial} as its first configuration. */
@@ -253,6 +276,10 @@ public final class RaftNode {
     public Future<Long> readBarrier() {
         Promise<Long> promise = Promise.promise();
         context.runOnContext(v -> {
+            if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
+                promise.fail(new NotLeaderException("STOPPED", null, null));
+                return;
+            }
             long requestId = nextRequestId++;
             ProposalOutcome outcome = core.readIndex(requestId);
             if (outcome instanceof ProposalOutcome.Refused refused) {
@@ -580,10 +607,37 @@ public final class RaftNode {
         });
     }
 
+    /**
+     * A storage call failed: the node's Raft machinery stops at once (no tick, no message, no apply), every
+     * waiting client is told it failed — a write's outcome as unknown, never as written — and
+     * {@link #failure()} completes, so that the agent exits non-zero and a supervisor restarts it, as etcd
+     * does on a failed fsync. Nothing is retried: after a failed sync the page cache may hold data that
+     * never reaches the disk.
+     */
     private void fatal(Throwable cause) {
         org.slf4j.LoggerFactory.getLogger("conclave.storage").error("node {}: storage failed, the node stops: {}", id,
                 cause.getMessage(), cause);
         stopped = true;
+        if (timerId >= 0) {
+            vertx.cancelTimer(timerId);
+        }
+        failAllWaiting("storage failed (" + cause.getMessage() + ")");
+        status = new Status(Role.SHUTDOWN, status.term(), null, status.lastIndex(), status.commitIndex(), status.appliedIndex(),
+                status.lastLeaderContact());
+        failure.tryComplete(cause);
+    }
+
+    private void failAllWaiting(String why) {
+        NotLeaderException stopping = new NotLeaderException("STOPPED", null, null);
+        pendingWrites.values().forEach(pending -> pending.promise().tryFail(new OutcomeUnknownException(
+                why + " before the write's outcome was known")));
+        heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));
+        pendingReads.values().forEach(read -> read.tryFail(stopping));
+    }
+
+    /** Completes with the cause when a storage failure stopped this node; never completes otherwise. */
+    public Future<Throwable> failure() {
+        return failure.future();
     }
 
     /** Stops timers and message handling; the storage stays open (the caller closes it). */
@@ -594,11 +648,7 @@ public final class RaftNode {
             if (timerId >= 0) {
                 vertx.cancelTimer(timerId);
             }
-            NotLeaderException stopping = new NotLeaderException("STOPPED", null, null);
-            pendingWrites.values().forEach(pending -> pending.promise().tryFail(new OutcomeUnknownException(
-                    "the node stopped before the write's outcome was known")));
-            heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));
-            pendingReads.values().forEach(read -> read.tryFail(stopping));
+            failAllWaiting("the node stopped");
             storageWorker.close().onComplete(ignored -> promise.complete());
         });
         return promise.future();

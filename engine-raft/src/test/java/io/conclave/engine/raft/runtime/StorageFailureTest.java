@@ -1,0 +1,148 @@
+package io.conclave.engine.raft.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.api.storage.LogEntry;
+import io.conclave.api.storage.LogStore;
+import io.conclave.api.storage.SnapshotStore;
+import io.conclave.api.storage.StableStore;
+import io.conclave.api.storage.Storage;
+import io.conclave.api.storage.StorageException;
+import io.conclave.engine.raft.builtin.InMemoryStorage;
+import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.testing.Await;
+import io.vertx.core.Vertx;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A failed append or sync stops the node's Raft machinery at once: the write waiting on it is never told
+ * it was written, later writes are refused, the status says Shutdown, and {@link RaftNode#failure()}
+ * completes so that the agent exits non-zero.
+ */
+class StorageFailureTest {
+
+    /** In-memory storage whose log appends and stable writes fail once {@link #failing} is set. */
+    static final class FailingStorage implements Storage {
+        final InMemoryStorage inner = new InMemoryStorage();
+        volatile boolean failing;
+
+        final List<String> calls = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        private void check() {
+            if (failing) {
+                throw new StorageException("injected: fdatasync failed (EIO)");
+            }
+        }
+
+        @Override
+        public LogStore log() {
+            LogStore log = inner.log();
+            return new LogStore() {
+                public long firstIndex() { return log.firstIndex(); }
+                public long lastIndex() { return log.lastIndex(); }
+                public LogEntry get(long index) { return log.get(index); }
+                public void append(List<LogEntry> batch) { check(); calls.add("append"); log.append(batch); }
+                public void truncateSuffix(long fromIndex) { check(); log.truncateSuffix(fromIndex); }
+                public void truncatePrefix(long upToIndex) { check(); log.truncatePrefix(upToIndex); }
+                public void sync() { check(); log.sync(); }
+            };
+        }
+
+        @Override
+        public StableStore stable() {
+            StableStore stable = inner.stable();
+            return new StableStore() {
+                public long currentTerm() { return stable.currentTerm(); }
+                public String votedFor() { return stable.votedFor(); }
+                public void setTermAndVote(long term, String votedFor) { check(); stable.setTermAndVote(term, votedFor); }
+                public byte[] get(String key) { return stable.get(key); }
+                public void put(String key, byte[] value) { check(); calls.add("put " + key); stable.put(key, value); }
+            };
+        }
+
+        @Override
+        public SnapshotStore snapshots() {
+            return inner.snapshots();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    private static byte[] put(String key) {
+        return new KvCommand(KvCommand.Op.PUT, key, "v".getBytes(StandardCharsets.UTF_8), 0, KvCommand.NO_CAS).encode();
+    }
+
+    @Test
+    void when_an_append_fails_then_the_node_stops_and_no_client_is_told_its_write_was_applied() throws Exception {
+        Vertx vertx = Vertx.vertx();
+        try {
+            LocalTransport transport = new LocalTransport();
+            FailingStorage storage = new FailingStorage();
+            RaftNode node = Await.result(RaftNode.start(vertx, "solo", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
+                    storage, new KvStateMachine(), transport.from("solo"), new RaftNode.Options(20, 10_000, 20, 2, 0),
+                    new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+            transport.nodes.put("solo", node);
+            Await.leader(List.of(node));
+            assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), Await.result(node.propose(put("before"))));
+            assertFalse(node.failure().isComplete());
+
+            storage.failing = true;
+            ExecutionException error = assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("during"))));
+            assertTrue(error.getCause() instanceof OutcomeUnknownException, "not applied, not 'certainly not applied': " + error.getCause());
+            Await.until("the node reports its storage failure", () -> node.failure().isComplete());
+            assertTrue(node.failure().result().getMessage().contains("injected"), node.failure().result().getMessage());
+            assertEquals(Role.SHUTDOWN, node.status().role());
+
+            storage.failing = false; // even once the disk "works" again, the stopped node takes nothing
+            assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("after"))));
+            assertEquals(null, storage.inner.stable().get("unused"));
+            long lastIndex = storage.inner.log().lastIndex();
+            for (int tick = 0; tick < 5; tick++) {
+                Await.result(node.onCore(core -> core.commitIndex()));
+            }
+            assertEquals(lastIndex, storage.inner.log().lastIndex(), "nothing more reaches the storage");
+            Await.result(node.stop());
+        } finally {
+            Await.result(vertx.close());
+        }
+    }
+
+    @Test
+    void when_a_server_bootstraps_then_the_cluster_id_is_stored_before_the_first_configuration() throws Exception {
+        Vertx vertx = Vertx.vertx();
+        try {
+            LocalTransport transport = new LocalTransport();
+            FailingStorage storage = new FailingStorage();
+            RaftNode node = Await.result(RaftNode.start(vertx, "solo", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
+                    storage, new KvStateMachine(), transport.from("solo"), new RaftNode.Options(20, 10_000, 20, 2, 0), null));
+            transport.nodes.put("solo", node);
+            ClusterConfiguration alone = new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)));
+            Await.result(node.bootstrap(alone, "cluster-id", new byte[] {1, 2, 3}));
+            Await.leader(List.of(node));
+            assertEquals(List.of("put cluster-id", "append"), storage.calls.subList(0, 2), "the order of durable writes: " + storage.calls);
+            assertThrows(ExecutionException.class, () -> Await.result(node.bootstrap(alone, "cluster-id", new byte[] {9})),
+                    "a server with Raft state is never bootstrapped again");
+            assertArrayEquals(new byte[] {1, 2, 3}, storage.inner.stable().get("cluster-id"), "and its cluster ID is kept");
+            Await.result(node.stop());
+        } finally {
+            Await.result(vertx.close());
+        }
+    }
+}
