@@ -95,7 +95,7 @@ class AgentProcessIT {
             agent.process.destroy();
             agent.awaitExit(Duration.ofSeconds(30));
         }
-        Path store = data.resolve("plugins/mapdb/raft.db");
+        Path store = data.resolve("plugins/mapdb/raft.state");
         byte[] bytes = Files.readAllBytes(store);
         for (int i = 0; i < bytes.length; i += 512) {
             bytes[i] ^= 0x5A;

@@ -110,11 +110,11 @@ class StateBindingTest {
         runOnceWithState();
         Path storage = dataDir().resolve("plugins").resolve("mapdb");
         try (Stream<Path> files = Files.list(storage)) {
-            for (Path file : files.filter(file -> file.getFileName().toString().startsWith("raft.db")).toList()) {
+            for (Path file : files.filter(file -> file.getFileName().toString().startsWith("raft.state")).toList()) {
                 Files.delete(file);
             }
         }
-        assertRefused(config(""), "raft.db", "vote twice");
+        assertRefused(config(""), "raft.state", "vote twice");
     }
 
     @Test

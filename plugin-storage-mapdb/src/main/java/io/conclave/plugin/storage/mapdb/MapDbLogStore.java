@@ -17,11 +17,11 @@ final class MapDbLogStore implements LogStore {
     static final String FIRST_INDEX = "log.first";
 
     private final SegmentedLog segments;
-    private final MapDbStableStore stable;
+    private final FileStableStore stable;
     private final Path folder;
     private long firstIndex;
 
-    MapDbLogStore(SegmentedLog segments, MapDbStableStore stable, Path folder) {
+    MapDbLogStore(SegmentedLog segments, FileStableStore stable, Path folder) {
         this.segments = segments;
         this.stable = stable;
         this.folder = folder;

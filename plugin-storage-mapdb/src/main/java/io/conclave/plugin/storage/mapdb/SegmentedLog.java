@@ -55,6 +55,8 @@ final class SegmentedLog implements AutoCloseable {
     static final int RECORD_HEADER_BYTES = 4 + 8 + 8 + 1 + 4 + 4;
     /** The largest entry data a record holds; a larger entry is refused before anything is written. */
     static final int MAX_ENTRY_BYTES = 32 << 20;
+    /** The unit in which a disk writes: what a crash may leave unwritten inside an append. */
+    static final int SECTOR_BYTES = 512;
 
     /**
      * Test builds only: a crash test sets this to stop the process inside an append (a torn write, or
@@ -522,7 +524,9 @@ final class SegmentedLog implements AutoCloseable {
      * <p>The recovery rule. Only the tail of the active segment, and only when {@code repairTail} is set (at
      * open), may be cut, and only when it cannot be a complete record: (a) fewer bytes than a record header
      * remain; (b) a record header whose own CRC is good, but whose data runs past the end of the file; (c)
-     * all bytes from a record boundary to the end of the file are zero (space a power loss left unwritten).
+     * all bytes from a record boundary to the end of the file are zero (space a power loss left unwritten);
+     * (d) a record that fails a check when, from a sector boundary inside it, every byte to the end of the
+     * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside}).
      * Such a tail is what a crash during an append leaves, an append that was never acknowledged because it
      * was not synced. The cut is logged at WARN with its size. An active segment whose own header is
      * incomplete or zero, with nothing after it, is a roll cut short and is started again empty. Everything
@@ -552,7 +556,16 @@ final class SegmentedLog implements AutoCloseable {
                 throw new CorruptionException(segment.file, "zero bytes where the record header at offset " + position
                         + " should be, and data after them");
             }
-            RecordHeader record = RecordHeader.check(segment.file, header, position, segment.first + count);
+            RecordHeader record;
+            try {
+                record = RecordHeader.check(segment.file, header, position, segment.first + count);
+            } catch (CorruptionException damage) {
+                if (unwrittenSectorsInside(channel, position, position + RECORD_HEADER_BYTES, size)) {
+                    return cutTail(segment, channel, repairTail, position, "a record header whose last sectors were never written",
+                            offsets, count);
+                }
+                throw damage;
+            }
             long end = position + RECORD_HEADER_BYTES + record.dataLength();
             if (end > size) {
                 return cutTail(segment, channel, repairTail, position, "a record whose data runs past the end of the file",
@@ -560,7 +573,14 @@ final class SegmentedLog implements AutoCloseable {
             }
             ByteBuffer data = ByteBuffer.allocate(record.dataLength());
             readFully(channel, data, position + RECORD_HEADER_BYTES);
-            record.checkData(segment.file, data.array(), position);
+            try {
+                record.checkData(segment.file, data.array(), position);
+            } catch (CorruptionException damage) {
+                if (unwrittenSectorsInside(channel, position, end, size)) {
+                    return cutTail(segment, channel, repairTail, position, "a record whose last sectors were never written", offsets, count);
+                }
+                throw damage;
+            }
             if (count == offsets.length) {
                 offsets = java.util.Arrays.copyOf(offsets, offsets.length * 2);
             }
@@ -606,6 +626,32 @@ final class SegmentedLog implements AutoCloseable {
                     + ", its name says " + segment.first);
         }
         return true;
+    }
+
+    /**
+     * Whether, from a {@value #SECTOR_BYTES}-byte boundary strictly inside {@code [from, to)}, every byte to
+     * the end of the file is zero: the sectors of an append that a crash left unwritten while the file's
+     * size already covered them (etcd's WAL calls such a record torn too). Synced sectors are never zero
+     * by accident: a record of data that is zeros ends before its zeros, or is complete and checks.
+     */
+    private static boolean unwrittenSectorsInside(FileChannel channel, long from, long to, long size) throws IOException {
+        long firstTrailingZero = size;
+        ByteBuffer chunk = ByteBuffer.allocate(64 << 10);
+        scanning:
+        while (firstTrailingZero > from) {
+            long start = Math.max(from, firstTrailingZero - chunk.capacity());
+            chunk.clear().limit((int) (firstTrailingZero - start));
+            readFully(channel, chunk, start);
+            for (int i = chunk.limit() - 1; i >= 0; i--) {
+                if (chunk.get(i) != 0) {
+                    firstTrailingZero = start + i + 1;
+                    break scanning;
+                }
+            }
+            firstTrailingZero = start;
+        }
+        long boundary = (firstTrailingZero + SECTOR_BYTES - 1) / SECTOR_BYTES * SECTOR_BYTES;
+        return boundary > from && boundary < Math.min(to, size);
     }
 
     private static boolean isZero(byte[] bytes, int length) {

@@ -185,7 +185,7 @@ class DamagedStorageTest {
     void when_the_stable_store_is_deleted_beside_a_log_then_open_is_refused_and_nothing_is_created() throws Exception {
         try (Stream<Path> files = Files.list(folder)) {
             for (Path file : files.filter(file -> file.getFileName().toString().startsWith(MapDbStorage.STORE_FILE)).toList()) {
-                Files.delete(file); // raft.db and MapDB's write-ahead files
+                Files.delete(file);
             }
         }
         CorruptionException error = assertReportedAndUntouched(folder.resolve(MapDbStorage.STORE_FILE), "missing");

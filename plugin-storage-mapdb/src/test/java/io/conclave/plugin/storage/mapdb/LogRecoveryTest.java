@@ -245,4 +245,34 @@ class LogRecoveryTest {
         assertEquals(before, fingerprint(), "nothing was written");
         openAndCheckEveryEntry(ENTRIES);
     }
+
+    @Test
+    void when_the_last_sectors_of_the_last_record_were_never_written_then_that_record_is_cut() throws Exception {
+        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+            storage.log().append(List.of(new LogEntry(ENTRIES + 1, 1, LogEntry.Type.COMMAND, CrashWriter.content(ENTRIES + 1, 3000))));
+        }
+        Path active = activeSegment();
+        long start = offsetOf(ENTRIES + 1);
+        long boundary = (start + 700) / SegmentedLog.SECTOR_BYTES * SegmentedLog.SECTOR_BYTES;
+        try (RandomAccessFile raf = new RandomAccessFile(active.toFile(), "rw")) {
+            raf.seek(boundary);
+            raf.write(new byte[(int) (raf.length() - boundary)]); // the file's size covers them, the sectors hold zeros
+        }
+        String logged = openAndCheckEveryEntry(ENTRIES);
+        assertTrue(logged.contains("never written"), logged);
+    }
+
+    @Test
+    void when_a_sector_inside_the_last_record_is_zero_but_data_follows_it_then_it_is_damage() throws Exception {
+        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+            storage.log().append(List.of(new LogEntry(ENTRIES + 1, 1, LogEntry.Type.COMMAND, CrashWriter.content(ENTRIES + 1, 3000))));
+        }
+        Path active = activeSegment();
+        long boundary = (offsetOf(ENTRIES + 1) + 700) / SegmentedLog.SECTOR_BYTES * SegmentedLog.SECTOR_BYTES;
+        try (RandomAccessFile raf = new RandomAccessFile(active.toFile(), "rw")) {
+            raf.seek(boundary);
+            raf.write(new byte[SegmentedLog.SECTOR_BYTES]);
+        }
+        assertRefusedAndUntouched(active, "offset " + offsetOf(ENTRIES + 1), "CRC32C");
+    }
 }
