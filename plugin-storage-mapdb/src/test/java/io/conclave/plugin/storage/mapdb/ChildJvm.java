@@ -53,23 +53,23 @@ final class ChildJvm implements AutoCloseable {
         return String.join(File.pathSeparator, entries);
     }
 
-    static ChildJvm start(List<String> prefix, String... args) throws IOException {
+    static ChildJvm start(List<String> prefix, Path temporaryFolder, String... args) throws IOException {
         List<String> command = new ArrayList<>(prefix);
         command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
-                "-cp", classPath(), CrashWriter.class.getName()));
+                "-Djava.io.tmpdir=" + temporaryFolder, "-cp", classPath(), CrashWriter.class.getName()));
         command.addAll(List.of(args));
         return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
     }
 
-    /** The highest index acknowledged so far. */
-    long lastAcknowledged() {
-        long last = -1;
-        for (String line : lines) {
-            if (line.startsWith("ACK ")) {
-                last = Math.max(last, Long.parseLong(line.substring(4)));
-            }
-        }
-        return last;
+    /** The operations acknowledged, in order. */
+    List<String> acknowledged() {
+        return lines.stream().filter(line -> line.startsWith("ACK ")).map(line -> line.substring(4)).toList();
+    }
+
+    /** The operation begun and not acknowledged when the process stopped, or {@code null}. */
+    String inFlight() {
+        String last = lines.isEmpty() ? null : lines.get(lines.size() - 1);
+        return last != null && last.startsWith("DO ") ? last.substring(3) : null;
     }
 
     /** Waits until {@code count} acknowledgements were printed, or the deadline passes. */
@@ -85,6 +85,15 @@ final class ChildJvm implements AutoCloseable {
             Thread.sleep(5);
         }
         return false;
+    }
+
+    /** Waits for the process to stop by itself (a crash point); {@code false} if it still runs at the deadline. */
+    boolean awaitExit(long timeoutMillis) throws InterruptedException {
+        boolean exited = process.waitFor(timeoutMillis, TimeUnit.MILLISECONDS);
+        if (exited) {
+            reader.join(10_000);
+        }
+        return exited;
     }
 
     /** SIGKILL, then waits for the process and for its output to be read to the end. */
