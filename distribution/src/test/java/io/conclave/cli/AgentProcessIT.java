@@ -111,12 +111,19 @@ class AgentProcessIT {
     }
 
     @Test
-    void when_plugins_folder_is_empty_then_the_built_in_providers_run_the_agent(@TempDir Path work) throws Exception {
+    void when_plugins_folder_is_empty_then_the_built_in_providers_run_a_dev_agent_and_refuse_a_durable_one(@TempDir Path work)
+            throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Path emptyPlugins = Files.createDirectories(work.resolve("plugins"));
         Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
+                "-plugins-dir", emptyPlugins.toString())) {
+            assertEquals(1, agent.awaitExit(Duration.ofSeconds(60)), agent.output());
+            assertTrue(agent.output().contains("storage provider 'in-memory' keeps nothing across restarts"), agent.output());
+            assertFalse(Files.exists(work.resolve("data/node-id")), "no identity was made for storage that keeps nothing");
+        }
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-dev", "-config-file", config.toString(),
                 "-plugins-dir", emptyPlugins.toString())) {
             JsonObject plugins = new JsonObject(agent.awaitGet(port, "/v1/agent/self")).getJsonObject("Plugins");
             assertEquals("static", plugins.getString("membership"));
