@@ -44,6 +44,17 @@ public abstract class StorageConformanceKit {
     /** Whether data survives close and reopen (false for in-memory storage). */
     protected abstract boolean keepsDataAcrossReopen();
 
+    /**
+     * Damages, in the closed storage's {@code folder}, the stored length of one acknowledged log entry
+     * (a byte of it flipped). A durable storage must override this: the contract that such damage is refused,
+     * not cut as a torn write, is the one that keeps acknowledged entries from vanishing.
+     *
+     * @return {@code false} when the storage keeps no files (the default)
+     */
+    protected boolean damageTheLengthOfAStoredEntry(Path folder) throws IOException {
+        return false;
+    }
+
     @TempDir
     protected Path folder;
     protected Storage storage;
@@ -288,5 +299,70 @@ public abstract class StorageConformanceKit {
             assertEquals(0, again.stable().currentTerm());
             assertTrue(again.snapshots().list().isEmpty());
         }
+    }
+
+    // ------------------------------------------------------------------ damage, errors, a second opener
+
+    private static java.util.Map<String, String> fingerprint(Path root) throws IOException {
+        java.util.Map<String, String> hashes = new java.util.TreeMap<>();
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(root)) {
+            for (Path file : files.filter(java.nio.file.Files::isRegularFile).toList()) {
+                if (!file.getFileName().toString().equals("LOCK")) {
+                    hashes.put(root.relativize(file).toString(), java.util.Arrays.toString(java.nio.file.Files.readAllBytes(file)));
+                }
+            }
+        }
+        return hashes;
+    }
+
+    @Test
+    void a_store_reopened_after_a_stored_length_was_damaged_refuses_to_open_and_keeps_its_files() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(keepsDataAcrossReopen(),
+                "this storage keeps nothing across a reopen: there is no stored length to damage");
+        storage.log().append(entries(1, 50, 2));
+        storage.stable().setTermAndVote(2, "9d1f9b9e-6a3e-4d3a-8f0e-1c2b3a4d5e6f");
+        storage.close();
+        storage = null;
+        assertTrue(damageTheLengthOfAStoredEntry(folder),
+                "a durable storage must override damageTheLengthOfAStoredEntry, so that this contract is checked");
+        java.util.Map<String, String> before = fingerprint(folder);
+        assertThrows(io.conclave.api.storage.CorruptionException.class, () -> open(folder).close(),
+                "a damaged length is damage, never a torn tail to cut");
+        assertEquals(before, fingerprint(folder), "the files are left as they were");
+    }
+
+    @Test
+    void an_operation_refused_with_an_exception_leaves_the_state_as_it_was() {
+        storage.log().append(entries(1, 20, 2));
+        storage.log().truncatePrefix(5);
+        storage.stable().setTermAndVote(2, "9d1f9b9e-6a3e-4d3a-8f0e-1c2b3a4d5e6f");
+        assertThrows(IllegalArgumentException.class, () -> storage.log().append(entries(22, 23, 2)), "a gap");
+        assertThrows(IllegalArgumentException.class, () -> storage.log().append(entries(20, 21, 2)), "an overlap");
+        assertThrows(IllegalArgumentException.class, () -> storage.log().truncateSuffix(3), "below the first index");
+        assertThrows(IllegalArgumentException.class, () -> storage.stable().setTermAndVote(-1, null), "a negative term");
+        assertUnchangedAfterTheRefusals(storage);
+        if (keepsDataAcrossReopen()) {
+            assertUnchangedAfterTheRefusals(reopen());
+        }
+        storage.log().append(entries(21, 22, 3));
+        assertEquals(22, storage.log().lastIndex(), "and the store goes on working");
+    }
+
+    private static void assertUnchangedAfterTheRefusals(Storage state) {
+        assertEquals(6, state.log().firstIndex());
+        assertEquals(20, state.log().lastIndex());
+        assertEquals(entry(20, 2), state.log().get(20));
+        assertEquals(2, state.stable().currentTerm());
+        assertEquals("9d1f9b9e-6a3e-4d3a-8f0e-1c2b3a4d5e6f", state.stable().votedFor());
+    }
+
+    @Test
+    void a_second_opener_of_the_same_folder_is_refused_and_the_first_is_unaffected() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(keepsDataAcrossReopen(),
+                "this storage keeps no files: a second opener shares nothing with the first");
+        storage.log().append(entries(1, 3, 1));
+        assertThrows(io.conclave.api.storage.DataDirectoryLockedException.class, () -> open(folder).close());
+        storage.log().append(entries(4, 5, 1));
+        assertEquals(5, reopen().log().lastIndex());
     }
 }

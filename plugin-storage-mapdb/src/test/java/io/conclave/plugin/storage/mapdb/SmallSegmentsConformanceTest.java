@@ -16,4 +16,9 @@ class SmallSegmentsConformanceTest extends StorageConformanceKit {
     protected boolean keepsDataAcrossReopen() {
         return true;
     }
+
+    @Override
+    protected boolean damageTheLengthOfAStoredEntry(Path folder) throws java.io.IOException {
+        return SegmentDamage.flipTheFirstRecordLength(folder.resolve(MapDbStorage.LOG_FOLDER));
+    }
 }
