@@ -196,6 +196,13 @@ public final class Agent implements AutoCloseable {
                         + ": a fresh ID would vote with another server's state. Restore " + dataDir.resolve(NodeIdFile.FILE_NAME)
                         + " from a backup, or empty the data folder so that the server joins as a new one");
             }
+            if (!devMemory && config.nodeId().isPresent()) {
+                // The ID may have voted before this folder lost its data: never again in the same term.
+                storage.stable().put(RaftNode.STATELESS_KEY, new byte[] {1});
+                LOG.warn("node_id {} is given over an empty data folder: this server may have voted under that ID before its"
+                        + " data was lost, so it neither votes nor campaigns until it is added to the cluster again or bootstraps"
+                        + " a new one", identity.nodeId());
+            }
             NodeIdFile.write(dataDir, identity.nodeId());
             nodeIdStored = true;
         }
@@ -376,7 +383,8 @@ public final class Agent implements AutoCloseable {
                 .put("applied_index", Long.toString(status.appliedIndex()))
                 .put("num_peers", Integer.toString(Math.max(0, node.configuration().voterCount() - 1)))
                 .put("last_contact", lastContact(status, System.nanoTime()))
-                .put("removal_policy", removalPolicy.name());
+                .put("removal_policy", removalPolicy.name())
+                .put("stateless", Boolean.toString(node.isStateless()));
     }
 
     /**

@@ -48,7 +48,8 @@ public sealed interface CoreEvent {
         NOT_A_VOTER("not-a-voter"),
         STALE_LOG("stale-log"),
         STALE_TERM("stale-term"),
-        ALREADY_VOTED("already-voted");
+        ALREADY_VOTED("already-voted"),
+        STATELESS("stateless");
 
         private final String label;
 

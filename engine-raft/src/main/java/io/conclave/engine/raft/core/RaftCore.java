@@ -66,6 +66,8 @@ public final class RaftCore {
     private final Map<String, Integer> departing = new HashMap<>();
     private boolean broadcastPending;
     private boolean leaving;
+    /** Its state was lost under a known ID (DESIGN.md, durability rules): it never votes or campaigns. */
+    private boolean stateless;
     private String transferTarget;
     private int transferElapsed;
     private final Set<String> transferTried = new HashSet<>();
@@ -133,10 +135,31 @@ public final class RaftCore {
      * Bootstraps a new cluster with {@code initial} as its first configuration, at index 1 of term 1. Every
      * bootstrapping server must use the same configuration. Only on a server with no state at all.
      */
+    /**
+     * Marks this server stateless: its ID may have voted before its data was lost (a {@code node_id} given
+     * over an empty data folder), so it grants no vote or pre-vote, never campaigns and ignores TimeoutNow
+     * until it is added to the cluster again, or bootstraps a new one. It still replicates: its acknowledgements
+     * are of entries it really holds.
+     */
+    public void markStateless() {
+        stateless = true;
+    }
+
+    /** Whether this server is stateless (see {@link #markStateless()}). */
+    public boolean isStateless() {
+        return stateless;
+    }
+
+    /** This server was added to the cluster again: it may vote and campaign from now on. */
+    public void clearStateless() {
+        stateless = false;
+    }
+
     public void bootstrap(ClusterConfiguration initial) {
         if (log.lastIndex() != 0 || term != 0) {
             throw new IllegalStateException("bootstrap on a server that has Raft state");
         }
+        stateless = false; // a new cluster: this ID never voted in it
         if (initial.voterCount() == 0) {
             throw new IllegalArgumentException("a bootstrap configuration needs at least one voter");
         }
@@ -434,7 +457,7 @@ public final class RaftCore {
     // ---------------------------------------------------------------- roles
 
     private boolean promotable() {
-        return !leaving && log.latestConfiguration().isVoter(id);
+        return !leaving && !stateless && log.latestConfiguration().isVoter(id);
     }
 
     private void becomeFollower(long newTerm, String leader) {
@@ -689,6 +712,10 @@ public final class RaftCore {
     }
 
     private void handleVoteRequest(Message message) {
+        if (stateless) {
+            refuseVote(message, CoreEvent.RefusalReason.STATELESS);
+            return;
+        }
         boolean preVote = message.type() == MessageType.PRE_VOTE;
         boolean canVote = Objects.equals(votedFor, message.from())
                 || (votedFor == null && leaderId == null)

@@ -98,6 +98,16 @@ public final class RaftNode {
     /** {@link System#nanoTime()} when a message of the current leader last arrived, or {@link #NEVER}. */
     private long lastLeaderContact = NEVER;
 
+    /** The stable key that marks a server stateless until it is added again ({@link RaftCore#markStateless()}). */
+    public static final String STATELESS_KEY = "stateless";
+
+    private volatile boolean stateless;
+
+    /** Whether this server is stateless: it neither votes nor campaigns ({@link RaftCore#markStateless()}). */
+    public boolean isStateless() {
+        return stateless;
+    }
+
     /** {@link Status#lastLeaderContact()} when this server never heard from a leader. */
     public static final long NEVER = Long.MIN_VALUE;
 
@@ -160,6 +170,10 @@ public final class RaftNode {
             entries.add(storage.log().get(index));
         }
         core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), snapshot, entries);
+        if (storage.stable().get(STATELESS_KEY) != null) {
+            core.markStateless();
+            stateless = true;
+        }
         if (bootstrap != null && storage.log().lastIndex() == 0 && storage.stable().currentTerm() == 0 && snapshot == null) {
             core.bootstrap(bootstrap);
         }
@@ -248,6 +262,7 @@ public final class RaftNode {
                 ? Future.failedFuture(new IllegalStateException("this server already has Raft state: it is not bootstrapped"))
                 : storageWorker.<Void>executeBlocking(() -> {
                     storage.stable().put(key, value);
+                    storage.stable().put(STATELESS_KEY, null); // a new cluster: this ID never voted in it
                     return null;
                 }).onFailure(cause -> context.runOnContext(v -> fatal(cause))).compose(v -> bootstrap(initial)));
     }
@@ -258,6 +273,7 @@ public final class RaftNode {
         context.runOnContext(v -> {
             try {
                 core.bootstrap(initial);
+                stateless = core.isStateless();
                 promise.complete();
             } catch (IllegalStateException e) {
                 promise.fail(e);

@@ -166,6 +166,7 @@ public final class GrpcRaftTransport {
         protected void installSnapshot(ReadStream<SnapshotChunk> request, Completable<Ack> response) {
             RaftMessage[] header = {null};
             ByteArrayOutputStream content = new ByteArrayOutputStream();
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C(); // chunk by chunk: bounded work per event
             boolean[] failed = {false};
             request.handler(chunk -> {
                 if (failed[0]) {
@@ -186,7 +187,9 @@ public final class GrpcRaftTransport {
                     response.fail(new StatusException(GrpcStatus.INVALID_ARGUMENT, "snapshot chunks without metadata, or larger than it says"));
                     return;
                 }
-                content.writeBytes(chunk.getData().toByteArray());
+                byte[] data = chunk.getData().toByteArray();
+                crc.update(data);
+                content.writeBytes(data);
             });
             request.endHandler(v -> {
                 if (failed[0]) {
@@ -195,6 +198,12 @@ public final class GrpcRaftTransport {
                 if (header[0] == null || content.size() != header[0].getSnapshot().getSize()) {
                     malformedMessages.incrementAndGet();
                     response.fail(new StatusException(GrpcStatus.INVALID_ARGUMENT, "incomplete snapshot"));
+                    return;
+                }
+                if (crc.getValue() != header[0].getSnapshot().getCrc32C()) {
+                    malformedMessages.incrementAndGet();
+                    LOG.warn("refused a snapshot from {}: its content fails the CRC32C its metadata gives", header[0].getFrom());
+                    response.fail(new StatusException(GrpcStatus.DATA_LOSS, "the snapshot's content fails its CRC32C check"));
                     return;
                 }
                 deliver(header[0], content.toByteArray());

@@ -140,4 +140,45 @@ class StateBindingTest {
             assertEquals(id, agent.nodeId());
         }
     }
+
+    private static String stateless(Agent agent) {
+        return agent.self().getJsonObject("Stats").getJsonObject("raft").getString("stateless");
+    }
+
+    @Test
+    void when_a_node_id_is_given_over_an_empty_data_dir_then_the_server_is_stateless_across_restarts_until_it_bootstraps()
+            throws Exception {
+        String id = "0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11";
+        Path waiting = config(", \"node_id\": \"" + id + "\"").resolveSibling("waiting.json");
+        Files.writeString(waiting, Files.readString(config(", \"node_id\": \"" + id + "\"")).replace("\"bootstrap_expect\": 1",
+                "\"bootstrap_expect\": 0"));
+        try (Agent agent = Agent.start(ConfigLoader.load(waiting, false), null)) {
+            assertEquals(id, agent.nodeId());
+            assertEquals("true", stateless(agent), "it may have voted under this ID before: it votes no more");
+        }
+        try (Agent agent = Agent.start(ConfigLoader.load(waiting, false), null)) {
+            assertEquals("true", stateless(agent), "the mark is durable");
+        }
+        deleteRecursively(dataDir()); // the same ID, a fresh folder, forming a new single-server cluster
+        try (Agent agent = Agent.start(ConfigLoader.load(config(", \"node_id\": \"" + id + "\""), false), null)) {
+            io.conclave.engine.raft.testing.Await.until("the bootstrapped server leads", () ->
+                    agent.self().getJsonObject("Stats").getJsonObject("raft").getString("state").equals("Leader"));
+            assertEquals("false", stateless(agent), "bootstrapping a new cluster clears it");
+        }
+    }
+
+    private static void deleteRecursively(Path root) throws Exception {
+        try (Stream<Path> walk = Files.walk(root)) {
+            for (Path path : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
+        }
+    }
+
+    @Test
+    void when_no_node_id_is_given_over_an_empty_data_dir_then_the_new_server_is_not_stateless() throws Exception {
+        try (Agent agent = Agent.start(ConfigLoader.load(config(""), false), null)) {
+            assertEquals("false", stateless(agent));
+        }
+    }
 }

@@ -227,4 +227,41 @@ class RaftCoreTest {
         assertThrows(IllegalArgumentException.class, () -> ConfigurationCodec.decode(new byte[] {1, 0, 0, 0, 5}));
         assertThrows(IllegalArgumentException.class, () -> ConfigurationCodec.decode(new byte[] {9}));
     }
+
+    @Test
+    void when_a_server_is_stateless_then_it_grants_no_vote_never_campaigns_and_ignores_timeout_now_but_replicates() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 5, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore c = cluster.core("c");
+        c.markStateless(); // its data was lost under a known ID: it may have voted in this term already
+        long term = c.term();
+        cluster.tick("c", RaftConfig.DEFAULT_ELECTION_TIMEOUT_MIN_TICKS); // past stickiness
+        c.step(Message.of(MessageType.PRE_VOTE, "b", "c", term + 1).withLog(c.lastIndex() + 5, term));
+        c.step(Message.of(MessageType.VOTE, "b", "c", term).withLog(c.lastIndex() + 5, term)); // same term: the leader stays
+        cluster.processAll();
+        assertTrue(cluster.sentLog.stream().filter(m -> m.from().equals("c") && m.to().equals("b")).allMatch(Message::reject),
+                "every answer to b is a refusal");
+        assertEquals(1L, c.metrics().preVotesRefused().get(CoreEvent.RefusalReason.STATELESS));
+        assertEquals(1L, c.metrics().votesRefused().get(CoreEvent.RefusalReason.STATELESS));
+
+        cluster.core("a").propose(1, DATA);
+        cluster.deliverAll();
+        assertEquals(cluster.core("a").lastIndex(), c.lastIndex(), "it still replicates");
+
+        c.step(Message.of(MessageType.TIMEOUT_NOW, "a", "c", c.term()));
+        for (int i = 0; i < 10 * RaftConfig.DEFAULT_ELECTION_TIMEOUT_MAX_TICKS; i++) {
+            c.tick(); // no leader reaches it: a normal follower would have campaigned long ago
+            cluster.processAll();
+        }
+        assertEquals(Role.FOLLOWER, c.role(), "it never campaigns");
+        assertFalse(cluster.sentLog.stream().anyMatch(m -> m.from().equals("c") && m.type().isVoteRequest()), "no (pre-)vote request from it");
+
+        c.clearStateless();
+        for (int i = 0; i < 10 * RaftConfig.DEFAULT_ELECTION_TIMEOUT_MAX_TICKS && c.role() == Role.FOLLOWER; i++) {
+            c.tick();
+            cluster.processAll();
+        }
+        assertTrue(cluster.sentLog.stream().anyMatch(m -> m.from().equals("c") && m.type().isVoteRequest()),
+                "added again, it campaigns like any voter");
+    }
 }

@@ -233,6 +233,33 @@ class GrpcClusterTest {
     }
 
     @Test
+    void when_a_snapshot_arrives_whose_content_fails_its_crc_then_it_is_refused_and_never_installed() throws Exception {
+        RaftNode leader = awaitLeader();
+        RaftNode follower = nodes.values().stream().filter(node -> node != leader).findFirst().orElseThrow();
+        long term = await(leader.onCore(core -> core.term()));
+        byte[] content = "a state machine snapshot".getBytes(StandardCharsets.UTF_8);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(content);
+        io.conclave.api.storage.SnapshotMeta meta = new io.conclave.api.storage.SnapshotMeta("forged", 1_000, term,
+                configuration, 1, content.length, crc.getValue() ^ 1);
+        Message install = new Message(MessageType.INSTALL_SNAPSHOT, leader.id(), follower.id(), term, 0, 0, List.of(), 0, false, 0,
+                false, 0, meta, false);
+        GrpcClient client = GrpcClient.client(vertx);
+        SocketAddress target = SocketAddress.inetSocketAddress(ports.get(follower.id()), "127.0.0.1");
+        Exception error = assertThrows(Exception.class, () -> await(RaftGrpcClient.create(client, target).installSnapshot((stream, failure) -> {
+            if (failure == null) {
+                stream.write(io.conclave.engine.raft.transport.proto.SnapshotChunk.newBuilder().setMessage(ProtoCodec.toProto(install, CLUSTER))
+                        .setData(com.google.protobuf.ByteString.copyFrom(content)).build());
+                stream.end();
+            }
+        })));
+        assertTrue(error.toString().contains("DATA_LOSS") || String.valueOf(error.getCause()).contains("DATA_LOSS"), error.toString());
+        assertEquals(1, transports.get(follower.id()).malformedMessages());
+        assertTrue(await(follower.onCore(core -> core.commitIndex())) < 1_000, "the forged snapshot never reached the core");
+        await(client.close());
+    }
+
+    @Test
     void a_message_survives_the_round_trip_through_protobuf() {
         Message message = new Message(MessageType.APPEND, "a", "b", 7, 10, 6,
                 List.of(new io.conclave.api.storage.LogEntry(11, 7, io.conclave.api.storage.LogEntry.Type.COMMAND, new byte[] {1, 2})),
