@@ -193,4 +193,41 @@ class DurabilityProcessIT {
         assertTrue(Files.size(segment) < size + 1024, "the zeros were cut: the segment holds only what the restarted server appended"
                 + " after them (" + Files.size(segment) + " bytes, " + size + " before)");
     }
+
+    private static int chattr(String flag, Path file) throws Exception {
+        Process process = new ProcessBuilder("chattr", flag, file.toString()).redirectErrorStream(true).start();
+        return process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS) ? process.exitValue() : -1;
+    }
+
+    @Test
+    void when_a_write_to_the_log_fails_then_the_agent_exits_1_and_the_write_is_not_acknowledged() throws Exception {
+        Path segment = activeSegment();
+        int port = AgentProcess.freePort();
+        Path config = writeConfig(work, data(), port);
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            agent.awaitGet(port, "/v1/agent/self");
+            put(agent, port, "before", "ok");
+            // The kernel refuses every further write to the open segment (EPERM), as a failing disk would.
+            org.junit.jupiter.api.Assumptions.assumeTrue(chattr("+i", segment) == 0, "chattr +i is not supported on this file system");
+            try {
+                HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/during"))
+                        .timeout(Duration.ofSeconds(30)).PUT(HttpRequest.BodyPublishers.ofString("lost")).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                assertTrue(response.statusCode() != 200 && !response.body().equals("true"),
+                        "a write that could not be made durable is not acknowledged: " + response.statusCode() + " " + response.body());
+                int exit = agent.awaitExit(Duration.ofSeconds(60));
+                String output = agent.output();
+                assertEquals(1, exit, output);
+                assertTrue(output.contains("storage failed"), output);
+            } finally {
+                chattr("-i", segment);
+            }
+        }
+        try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
+            assertEquals("ok", agent.awaitGet(port, "/v1/kv/before?raw"), "restarted, it holds what it acknowledged");
+            assertEquals("value-0", agent.awaitGet(port, "/v1/kv/k0?raw"));
+            agent.process.destroy();
+            agent.awaitExit(Duration.ofSeconds(30));
+        }
+    }
 }
