@@ -42,12 +42,20 @@ final class AgentProcess implements AutoCloseable {
     static AgentProcess start(Path work, String... args) throws IOException {
         Path home = distribution();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-Dconclave.home=" + home, "--module-path", home.resolve("lib").toString(),
+                "-Xmx256m", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")), "-Dconclave.home=" + home,
+                "--module-path", home.resolve("lib").toString(),
                 "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
         command.addAll(List.of(args));
         Path output = Files.createTempFile(work, "agent", ".log");
         Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
         return new AgentProcess(process, output);
+    }
+
+    /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
+    static List<Path> temporaryFiles(Path work) throws IOException {
+        try (java.util.stream.Stream<Path> files = Files.list(work.resolve("tmp"))) {
+            return files.toList();
+        }
     }
 
     private static final java.util.Random PORTS = new java.util.Random();

@@ -168,6 +168,8 @@ class ClusterProcessIT {
 
             long killedAt = System.nanoTime();
             leader.process().process.destroyForcibly(); // SIGKILL
+            leader.process().process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(List.of(), AgentProcess.temporaryFiles(work), "the killed agent left nothing in its temporary folder");
             List<Node> survivors = new ArrayList<>(nodes);
             survivors.remove(leader);
             Node next = awaitAgreedLeader(survivors);

@@ -96,7 +96,10 @@ public final class Agent implements AutoCloseable {
         this.temporaryDataDir = temporaryDataDir;
         String raftAddress = config.bindAddr() + ":" + config.ports().server();
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
-        this.vertx = Vertx.vertx();
+        // No file cache: Vert.x would make a vertx-cache-* folder in java.io.tmpdir, which a killed agent leaves
+        // behind; Conclave serves no files from its class path.
+        this.vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setFileSystemOptions(new io.vertx.core.file.FileSystemOptions()
+                .setFileCachingEnabled(false).setClassPathResolvingEnabled(false)));
         this.blockedThreads = BlockedThreadWatch.install(vertx);
     }
 
