@@ -79,16 +79,30 @@ class StateBindingTest {
         return hashes;
     }
 
+    /**
+     * The start is refused: {@link Agent#start} throws the storage error {@link AgentLauncher} turns into exit
+     * code 1 with one line (the process tests check that exit), and the data folder is untouched. An agent that
+     * starts instead is stopped and the test fails, rather than running on.
+     */
     private String assertRefused(Path config, String... expected) throws Exception {
         Map<String, String> before = fingerprint();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int exit = AgentLauncher.run(config, false, null, new PrintStream(err, true, StandardCharsets.UTF_8));
-        String message = err.toString(StandardCharsets.UTF_8);
-        assertEquals(AgentLauncher.EXIT_START_FAILED, exit, message);
+        io.conclave.api.storage.StorageException error;
+        try {
+            Agent started = Agent.start(ConfigLoader.load(config, false), null);
+            started.stop();
+            throw new AssertionError("the agent started on an inconsistent data folder");
+        } catch (io.conclave.api.storage.StorageException refused) {
+            error = refused;
+        }
+        String message = error.getMessage();
         for (String part : expected) {
             assertTrue(message.contains(part), "'" + part + "' in: " + message);
         }
         assertEquals(1, message.strip().lines().count(), "one line: " + message);
+        assertEquals(before, fingerprint(), "the data folder is left as it was");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(AgentLauncher.EXIT_START_FAILED, AgentLauncher.run(config, false, null,
+                new PrintStream(err, true, StandardCharsets.UTF_8)), "and the launcher exits 1: " + err);
         assertEquals(before, fingerprint(), "the data folder is left as it was");
         return message;
     }

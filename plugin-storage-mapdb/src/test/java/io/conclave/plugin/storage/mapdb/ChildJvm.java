@@ -68,8 +68,15 @@ final class ChildJvm implements AutoCloseable {
 
     /** The operation begun and not acknowledged when the process stopped, or {@code null}. */
     String inFlight() {
-        String last = lines.isEmpty() ? null : lines.get(lines.size() - 1);
-        return last != null && last.startsWith("DO ") ? last.substring(3) : null;
+        String inFlight = null;
+        for (String line : lines) { // lines of another kind (a JVM warning on stdout) do not hide the operation in flight
+            if (line.startsWith("DO ")) {
+                inFlight = line.substring(3);
+            } else if (line.startsWith("ACK ")) {
+                inFlight = null;
+            }
+        }
+        return inFlight;
     }
 
     /** Waits until {@code count} acknowledgements were printed, or the deadline passes. */
@@ -100,7 +107,9 @@ final class ChildJvm implements AutoCloseable {
     void kill() throws InterruptedException {
         // under strace the JVM is a descendant: kill it (SIGKILL) before the tracer
         process.descendants().forEach(ProcessHandle::destroyForcibly);
-        process.destroyForcibly();
+        // The handle's SIGKILL, not Process.destroyForcibly(): that one also closes the child's stdout, and the
+        // last lines still in the pipe — the operation in flight, even acknowledgements — would be lost.
+        process.toHandle().destroyForcibly();
         process.waitFor(30, TimeUnit.SECONDS);
         reader.join(10_000);
     }

@@ -161,7 +161,8 @@ class CrashSafetyTest {
                     operations.merge(op.split(" ")[0], 1, Integer::sum);
                 }
                 try {
-                    model = verify(folder, model, child.inFlight(), where);
+                    model = verify(folder, model, child.inFlight(), where + ", the writer's last lines "
+                            + child.lines.subList(Math.max(0, child.lines.size() - 3), child.lines.size()));
                 } catch (RuntimeException e) {
                     fail(where + ": the storage cannot be opened after the crash: " + e, e);
                 }

@@ -61,6 +61,18 @@ public final class CrashWriter {
         if (crashChancePerMille > 0) {
             SegmentedLog.crashPoint = new Tearing(random, crashChancePerMille);
         }
+        Thread orphaned = new Thread(() -> { // the parent test died: stop rather than write for ever
+            try {
+                while (System.in.read() >= 0) {
+                    // nothing is sent on stdin: only its end matters
+                }
+            } catch (IOException ignored) {
+                // as an end
+            }
+            Runtime.getRuntime().halt(97);
+        }, "parent-watch");
+        orphaned.setDaemon(true);
+        orphaned.start();
         PrintStream out = System.out;
         try (MapDbStorage storage = MapDbStorage.open(folder, segmentBytes)) {
             out.println("START " + storage.log().lastIndex());
