@@ -58,7 +58,12 @@ public record RaftConfig(
         /** Let a new leader change the configuration before it committed an entry of its term (Ongaro, 2015). */
         CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT,
         /** Refuse every candidate outside the voter's latest configuration, even one with a newer log. */
-        REFUSE_NON_VOTER_EVEN_IF_NEWER
+        REFUSE_NON_VOTER_EVEN_IF_NEWER,
+        /**
+         * The runtime's rule before its fix: answer a write "certainly not applied" as soon as its entry is
+         * replaced in the former leader's own, uncommitted log (read by {@code runtime.PendingWrites}).
+         */
+        ANSWER_NOT_APPLIED_BEFORE_COMMIT
     }
 
     public RaftConfig {

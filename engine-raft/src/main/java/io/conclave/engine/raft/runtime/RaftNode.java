@@ -61,9 +61,6 @@ public final class RaftNode {
         }
     }
 
-    private record Pending(Promise<byte[]> promise, long index, long term, long proposedNanos) {
-    }
-
     private final String id;
     private final Vertx vertx;
     private final Context context;
@@ -73,7 +70,7 @@ public final class RaftNode {
     private final StateMachine stateMachine;
     private final Transport transport;
     private final Options options;
-    private final Map<Long, Pending> pendingWrites = new HashMap<>();
+    private final PendingWrites<Promise<byte[]>> pendingWrites;
     private final Map<Long, Promise<byte[]>> heldWrites = new HashMap<>();
     private final Map<Long, Promise<Long>> pendingReads = new HashMap<>();
     private final List<Object[]> readsAwaitingApply = new ArrayList<>();
@@ -122,8 +119,9 @@ public final class RaftNode {
     }
 
     private RaftNode(String id, Vertx vertx, RaftCore core, Storage storage, StateMachine stateMachine, Transport transport,
-                     Options options) {
+                     Options options, RaftConfig config) {
         this.id = id;
+        this.pendingWrites = new PendingWrites<>(config.has(RaftConfig.UnsafeBug.ANSWER_NOT_APPLIED_BEFORE_COMMIT));
         this.vertx = vertx;
         this.context = vertx.getOrCreateContext();
         this.storageWorker = vertx.createSharedWorkerExecutor("conclave-storage-" + id, 1);
@@ -143,7 +141,7 @@ public final class RaftNode {
                                          StateMachine stateMachine, Transport transport, Options options,
                                          ClusterConfiguration bootstrap) {
         RaftCore core = new RaftCore(id, config, new Random(), policy);
-        RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options);
+        RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options, config);
         return node.storageWorker.<Void>executeBlocking(() -> {
             node.restoreFromStorage(bootstrap);
             return null;
@@ -227,7 +225,7 @@ public final class RaftNode {
 
     private void handleOutcome(ProposalOutcome outcome, Promise<byte[]> promise) {
         if (outcome instanceof ProposalOutcome.Appended appended) {
-            pendingWrites.put(appended.index(), new Pending(promise, appended.index(), appended.term(), System.nanoTime()));
+            pendingWrites.add(appended.index(), appended.term(), promise, System.nanoTime());
         } else if (outcome instanceof ProposalOutcome.Held held) {
             heldWrites.put(held.requestId(), promise);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
@@ -262,7 +260,9 @@ public final class RaftNode {
                 ? Future.failedFuture(new IllegalStateException("this server already has Raft state: it is not bootstrapped"))
                 : storageWorker.<Void>executeBlocking(() -> {
                     storage.stable().put(key, value);
-                    storage.stable().put(STATELESS_KEY, null); // a new cluster: this ID never voted in it
+                    if (storage.stable().get(STATELESS_KEY) != null) {
+                        storage.stable().put(STATELESS_KEY, null); // a new cluster: this ID never voted in it
+                    }
                     return null;
                 }).onFailure(cause -> context.runOnContext(v -> fatal(cause))).compose(v -> bootstrap(initial)));
     }
@@ -539,15 +539,10 @@ public final class RaftNode {
     private void apply(LogEntry entry) {
         byte[] result = entry.type() == LogEntry.Type.COMMAND ? stateMachine.apply(entry.index(), entry.data()) : null;
         applied = entry.index();
-        Pending pending = pendingWrites.remove(entry.index());
-        if (pending != null) {
-            if (pending.term() == entry.term()) {
-                metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
-                pending.promise().complete(result);
-            } else {
-                pending.promise().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
-            }
-        }
+        pendingWrites.applied(entry, pending -> {
+            metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
+            pending.handle().complete(result);
+        }, this::answerNotApplied);
     }
 
     private void serveReads() {
@@ -565,18 +560,17 @@ public final class RaftNode {
 
     /**
      * No longer leader: writes appended in a term this server no longer leads may still commit (under the
-     * new leader) or be overwritten. Those whose entry was already replaced are certainly not applied; the
-     * others are left to be resolved by the log, or by the caller's deadline as unknown.
+     * new leader) or be overwritten. Only those at whose index an entry of another term is committed are
+     * certainly not applied ({@link PendingWrites}); an entry replaced in this server's uncommitted log may
+     * still be committed by a server that holds it. The others are resolved by the log, or by the caller's
+     * deadline as unknown.
      */
     private void failWritesOfLostLeadership() {
-        pendingWrites.values().removeIf(pending -> {
-            long termNow = core.termAt(pending.index());
-            if (termNow >= 0 && termNow != pending.term()) {
-                pending.promise().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
-                return true;
-            }
-            return false;
-        });
+        pendingWrites.certainlyNotApplied(core.commitIndex(), core::termAt, this::answerNotApplied);
+    }
+
+    private void answerNotApplied(PendingWrites.Pending<Promise<byte[]>> pending) {
+        pending.handle().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
     }
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
@@ -645,7 +639,7 @@ public final class RaftNode {
 
     private void failAllWaiting(String why) {
         NotLeaderException stopping = new NotLeaderException("STOPPED", null, null);
-        pendingWrites.values().forEach(pending -> pending.promise().tryFail(new OutcomeUnknownException(
+        pendingWrites.drain(pending -> pending.handle().tryFail(new OutcomeUnknownException(
                 why + " before the write's outcome was known")));
         heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));
         pendingReads.values().forEach(read -> read.tryFail(stopping));

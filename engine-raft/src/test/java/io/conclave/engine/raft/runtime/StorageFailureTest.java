@@ -136,7 +136,8 @@ class StorageFailureTest {
             ClusterConfiguration alone = new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)));
             Await.result(node.bootstrap(alone, "cluster-id", new byte[] {1, 2, 3}));
             Await.leader(List.of(node));
-            assertEquals(List.of("put cluster-id", "append"), storage.calls.subList(0, 2), "the order of durable writes: " + storage.calls);
+            List<String> calls = List.copyOf(storage.calls); // the node goes on writing
+            assertEquals(List.of("put cluster-id", "append"), calls.subList(0, 2), "the order of durable writes: " + calls);
             assertThrows(ExecutionException.class, () -> Await.result(node.bootstrap(alone, "cluster-id", new byte[] {9})),
                     "a server with Raft state is never bootstrapped again");
             assertArrayEquals(new byte[] {1, 2, 3}, storage.inner.stable().get("cluster-id"), "and its cluster ID is kept");

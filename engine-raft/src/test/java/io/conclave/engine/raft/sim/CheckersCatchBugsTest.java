@@ -38,6 +38,27 @@ class CheckersCatchBugsTest {
     }
 
     @Test
+    void when_a_write_is_answered_not_applied_before_another_entry_commits_at_its_index_then_the_replaced_write_is_caught() {
+        // The runtime's rule before its fix: a write replaced in a former leader's uncommitted log can still be
+        // committed by a server that holds it, and its client, told "not applied", retries it.
+        firstCaughtSeed(seed -> ScriptedCounterexamples.replacedThenCommitted(seed,
+                Set.of(RaftConfig.UnsafeBug.ANSWER_NOT_APPLIED_BEFORE_COMMIT)));
+    }
+
+    @Test
+    void when_a_write_stays_undecided_until_its_index_commits_then_the_replaced_write_is_never_answered_wrong() {
+        int reached = 0;
+        for (long seed = 1; seed <= MAX_SEEDS; seed++) {
+            ScriptedCounterexamples.ReplacedWrite outcome = ScriptedCounterexamples.replacedThenCommitted(seed, Set.of());
+            assertNotEquals(ScriptedCounterexamples.ReplacedWrite.ANSWERED_EARLY, outcome, "seed " + seed);
+            if (outcome == ScriptedCounterexamples.ReplacedWrite.UNDECIDED_THEN_COMMITTED) {
+                reached++;
+            }
+        }
+        assertTrue(reached >= MAX_SEEDS / 2, "the scene was set up in " + reached + " of " + MAX_SEEDS + " seeds");
+    }
+
+    @Test
     void when_old_term_entries_are_committed_by_counting_then_figure_3_7_is_caught() {
         firstCaughtSeed(seed -> ScriptedCounterexamples.figure37(seed, Set.of(RaftConfig.UnsafeBug.COMMIT_OLD_TERM_ENTRIES)));
     }

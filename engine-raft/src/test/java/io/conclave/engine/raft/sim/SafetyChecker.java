@@ -121,6 +121,24 @@ final class SafetyChecker {
     /** A server knows {@code entry} committed. */
     void committed(SimNode node, LogEntry entry) {
         record(node, entry, "commits");
+        Long toldNotApplied = answeredNotApplied.get(entry.index());
+        if (toldNotApplied != null && toldNotApplied == entry.term()) {
+            throw simulation.failure("write outcome: " + node.id + " commits " + entry + ", a write whose client was told it was"
+                    + " certainly not applied (and may retry it: applied twice)");
+        }
+    }
+
+    /** Index → term of the writes answered "certainly not applied": none of them may ever commit. */
+    private final Map<Long, Long> answeredNotApplied = new HashMap<>();
+
+    /** A server answered the write it appended at {@code index} in {@code term} "certainly not applied". */
+    void answeredNotApplied(SimNode node, long index, long term) {
+        long[] known = appliedEntries.get(index);
+        if (known != null && known[0] == term) {
+            throw simulation.failure("write outcome: " + node.id + " answers 'not applied' for the write at " + index + " of term "
+                    + term + ", which is committed");
+        }
+        answeredNotApplied.put(index, term);
     }
 
     void applied(SimNode node, LogEntry entry) {

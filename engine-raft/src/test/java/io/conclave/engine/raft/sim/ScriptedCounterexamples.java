@@ -140,6 +140,67 @@ final class ScriptedCounterexamples {
         return changedEarly;
     }
 
+    /** How {@link #replacedThenCommitted} went. */
+    enum ReplacedWrite {
+        /** The timing of this seed did not set the scene up. */
+        NOT_REACHED,
+        /** The former leader answered before another entry committed at the write's index (the bug). */
+        ANSWERED_EARLY,
+        /** The write stayed undecided while it was replaced but uncommitted, and then committed (the rule). */
+        UNDECIDED_THEN_COMMITTED
+    }
+
+    /**
+     * The double apply found in review, in five servers: leader L1 appends a write w that reaches only S; a
+     * leader L2 of a new term, elected without them, reaches only L1 with its entry at w's index, so that w
+     * is replaced in L1's log while nothing there is committed; then S, still holding w, is elected with the
+     * two servers that never saw L2's entry, and commits w. A former leader that answers "certainly not
+     * applied" when its own uncommitted entry is replaced tells the client a committed write never happened;
+     * the client retries, and the write is applied twice. The checker's write-outcome rule fails the run.
+     */
+    static ReplacedWrite replacedThenCommitted(long seed, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/replacedThenCommitted").servers(5)
+                .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
+        SimNode l1 = sim.awaitLeader(10_000);
+        sim.runFor(500);
+        List<SimNode> others = others(sim, l1);
+        SimNode s = others.get(0);
+        List<SimNode> rest = others.subList(1, 4);
+        sim.partition(List.of(l1, s));
+        long request = sim.scriptedRequest(l1, new ClientOp(0, ClientOp.Kind.PUT, "k", "w", null, sim.now()));
+        long index = l1.core.lastIndex();
+        if (!sim.runUntil(() -> s.disk.lastIndex() >= index, 2_000) || l1.core.commitIndex() >= index) {
+            return ReplacedWrite.NOT_REACHED;
+        }
+        if (!sim.runUntil(() -> rest.stream().anyMatch(SimNode::isLeader), 10_000)) {
+            return ReplacedWrite.NOT_REACHED;
+        }
+        SimNode l2 = rest.stream().filter(SimNode::isLeader).findFirst().orElseThrow();
+        for (SimNode voter : rest) {
+            if (voter != l2) {
+                sim.blockOneWay(l2, voter); // its entry at w's index reaches neither of its voters...
+            }
+        }
+        sim.unblock(l2, l1); // ...only the former leader
+        sim.unblock(l1, l2);
+        if (!sim.runUntil(() -> l1.core.termAt(index) == l2.core.term(), 3_000)) {
+            return ReplacedWrite.NOT_REACHED;
+        }
+        sim.runFor(50);
+        boolean answeredEarly = sim.scriptedAnswer(request) != null;
+        sim.isolate(l2);
+        sim.crash(l2);
+        sim.heal();
+        sim.isolate(l1); // it holds L2's entry: S is elected by the two that never saw it
+        if (!sim.runUntil(() -> s.isLeader() && s.core.commitIndex() >= index, 10_000)) {
+            return answeredEarly ? ReplacedWrite.ANSWERED_EARLY : ReplacedWrite.NOT_REACHED;
+        }
+        sim.heal();
+        sim.restart(l2);
+        sim.runFor(5_000); // L1 learns w is committed; with the bug it already told its client otherwise
+        return answeredEarly ? ReplacedWrite.ANSWERED_EARLY : ReplacedWrite.UNDECIDED_THEN_COMMITTED;
+    }
+
     private static List<SimNode> others(Simulation sim, SimNode leader) {
         List<SimNode> others = new ArrayList<>(sim.nodes());
         others.remove(leader);

@@ -6,8 +6,9 @@ import java.util.Random;
 
 /**
  * A simulated client: one operation at a time on a few keys, sent to the server it believes leads.
- * A refusal (certainly not applied) is retried elsewhere; a time-out records the operation with an
- * unknown outcome, as a real client must (retrying could apply it twice).
+ * A refusal or a "not applied" answer (certainly not applied) is retried elsewhere, as Conclave's HTTP API
+ * does; a time-out records the operation with an unknown outcome, as a real client must (retrying could
+ * apply it twice).
  */
 final class SimClient {
 
@@ -105,9 +106,10 @@ final class SimClient {
                 current = null;
                 simulation.schedule(random.nextInt(5), this::next);
             }
-            case NOT_APPLIED -> {
-                current = null; // certainly not applied: it never happened
-                simulation.schedule(random.nextInt(5), this::next);
+            case NOT_APPLIED -> { // certainly not applied: retried on the leader, as the HTTP API and a forwarding follower do
+                requestId = -1;
+                target = null;
+                simulation.schedule(5, this::attempt);
             }
             case REFUSED -> {
                 requestId = -1;

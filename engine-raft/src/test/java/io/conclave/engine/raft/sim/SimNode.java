@@ -9,9 +9,10 @@ import io.conclave.engine.raft.core.MessageType;
 import io.conclave.engine.raft.core.ProposalOutcome;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.core.RaftCore;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.runtime.PendingWrites;
 import io.conclave.engine.raft.core.ReadState;
 import io.conclave.engine.raft.core.Ready;
-import io.conclave.engine.raft.core.Role;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -106,7 +107,8 @@ final class SimNode {
     private long reportedCommit;
     private boolean persisting;
     private final Map<String, byte[]> receivedSnapshots = new HashMap<>();
-    private final Map<Long, List<PendingWrite>> writesByIndex = new HashMap<>();
+    /** The runtime's own rule for write outcomes (shared with {@code RaftNode}): the handle is the request ID. */
+    private final PendingWrites<Long> writesByIndex;
     private final Map<Long, PendingWrite> heldWrites = new HashMap<>();
     private final Map<Long, ClientOp> readsById = new HashMap<>();
     private final List<Object[]> readsAwaitingApply = new ArrayList<>();
@@ -117,6 +119,7 @@ final class SimNode {
         this.id = id;
         this.simulation = simulation;
         this.raftConfig = raftConfig;
+        this.writesByIndex = new PendingWrites<>(raftConfig.has(RaftConfig.UnsafeBug.ANSWER_NOT_APPLIED_BEFORE_COMMIT));
         this.policy = policy;
     }
 
@@ -142,7 +145,7 @@ final class SimNode {
         up = false;
         core = null;
         persisting = false;
-        writesByIndex.clear();
+        writesByIndex.drain(pending -> { }); // a crashed server answers nobody: its clients time out (outcome unknown)
         heldWrites.clear();
         readsById.clear();
         readsAwaitingApply.clear();
@@ -208,8 +211,7 @@ final class SimNode {
 
     private void handleOutcome(ProposalOutcome outcome, ClientOp op) {
         if (outcome instanceof ProposalOutcome.Appended appended) {
-            writesByIndex.computeIfAbsent(appended.index(), index -> new ArrayList<>())
-                    .add(new PendingWrite(op, appended.requestId(), appended.index(), appended.term()));
+            writesByIndex.add(appended.index(), appended.term(), appended.requestId(), 0);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
             readsById.remove(refused.requestId());
             simulation.answer(refused.requestId(), SimClient.Answer.refused(refused.reason(), refused.leaderHint()));
@@ -309,6 +311,9 @@ final class SimNode {
         }
         serveReads();
         core.advance(ready);
+        if (core.role() != Role.LEADER) { // as RaftNode does after every batch
+            writesByIndex.certainlyNotApplied(core.commitIndex(), core::termAt, this::answerNotApplied);
+        }
         maybeSnapshot();
     }
 
@@ -327,13 +332,12 @@ final class SimNode {
         simulation.checker.applied(this, entry);
         applied = entry.index();
         String output = entry.type() == LogEntry.Type.COMMAND ? kv.apply(entry.data()) : null;
-        List<PendingWrite> waiting = writesByIndex.remove(entry.index());
-        if (waiting != null) {
-            for (PendingWrite write : waiting) {
-                SimClient.Answer answer = write.term() == entry.term() ? SimClient.Answer.ok(output) : SimClient.Answer.notApplied();
-                simulation.answer(write.requestId(), answer);
-            }
-        }
+        writesByIndex.applied(entry, write -> simulation.answer(write.handle(), SimClient.Answer.ok(output)), this::answerNotApplied);
+    }
+
+    private void answerNotApplied(PendingWrites.Pending<Long> write) {
+        simulation.checker.answeredNotApplied(this, write.index(), write.term());
+        simulation.answer(write.handle(), SimClient.Answer.notApplied());
     }
 
     private void serveReads() {

@@ -362,7 +362,29 @@ public final class Simulation {
         SimClient client = requests.remove(requestId);
         if (client != null) {
             schedule(network.minDelayMillis + random.nextInt(5), () -> client.answered(requestId, answer));
+        } else if (scriptedRequests.remove(requestId)) {
+            scriptedAnswers.put(requestId, answer);
         }
+    }
+
+    private final java.util.Set<Long> scriptedRequests = new java.util.HashSet<>();
+    private final Map<Long, SimClient.Answer> scriptedAnswers = new HashMap<>();
+
+    /** A scripted client request to {@code node}, delivered now; its answer shows in {@link #scriptedAnswer}. */
+    long scriptedRequest(SimNode node, ClientOp op) {
+        long requestId = nextRequestId++;
+        scriptedRequests.add(requestId);
+        node.clientRequest(null, op, requestId);
+        return requestId;
+    }
+
+    /** The answer to a scripted request, or {@code null} while there is none. */
+    SimClient.Answer scriptedAnswer(long requestId) {
+        return scriptedAnswers.get(requestId);
+    }
+
+    public void unblock(SimNode from, SimNode to) {
+        network.unblock(from.id, to.id);
     }
 
     void record(ClientOp op) {
