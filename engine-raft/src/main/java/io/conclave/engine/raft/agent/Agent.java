@@ -189,16 +189,16 @@ public final class Agent implements AutoCloseable {
      */
     private void bindIdentityToStorage(String providerName) throws IOException {
         boolean devMemory = config.dev() && providerName.equals(InMemoryStorageProvider.NAME);
+        if (!nodeIdStored && !devMemory && hasRaftState()) { // refused before anything is written
+            throw new StateBinding.Refused("data_dir " + dataDir + " holds Raft state (term " + storage.stable().currentTerm()
+                    + ", last log index " + storage.log().lastIndex() + ") but no " + NodeIdFile.FILE_NAME
+                    + ": a fresh ID would vote with another server's state. Restore " + dataDir.resolve(NodeIdFile.FILE_NAME)
+                    + " from a backup, or empty the data folder so that the server joins as a new one");
+        }
         if (!devMemory) {
             StateBinding.record(dataDir, providerName);
         }
         if (!nodeIdStored) {
-            if (!devMemory && hasRaftState()) {
-                throw new StateBinding.Refused("data_dir " + dataDir + " holds Raft state (term " + storage.stable().currentTerm()
-                        + ", last log index " + storage.log().lastIndex() + ") but no " + NodeIdFile.FILE_NAME
-                        + ": a fresh ID would vote with another server's state. Restore " + dataDir.resolve(NodeIdFile.FILE_NAME)
-                        + " from a backup, or empty the data folder so that the server joins as a new one");
-            }
             if (!devMemory && config.nodeId().isPresent()) {
                 // The ID may have voted before this folder lost its data: never again in the same term.
                 storage.stable().put(RaftNode.STATELESS_KEY, new byte[] {1});

@@ -308,9 +308,7 @@ final class FileSnapshotStore implements SnapshotStore {
     }
 
     private void syncFolder() throws IOException {
-        try (FileChannel directory = FileChannel.open(folder, StandardOpenOption.READ)) {
-            directory.force(true);
-        }
+        FileChannels.syncFolder(folder);
     }
 
     private static void writeSynced(Path file, byte[] bytes) throws IOException {

@@ -122,9 +122,7 @@ public final class MapDbStorage implements Storage {
             channel.write(java.nio.ByteBuffer.wrap((STORE_FILE + " created\n").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
             channel.force(true);
         }
-        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(folder, java.nio.file.StandardOpenOption.READ)) {
-            directory.force(true);
-        }
+        FileChannels.syncFolder(folder);
     }
 
     private static void closeAfterFailure(StableFile stableFile, SegmentedLog segments, DirectoryLock lock) {

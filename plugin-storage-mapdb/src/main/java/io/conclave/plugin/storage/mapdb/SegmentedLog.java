@@ -156,7 +156,7 @@ final class SegmentedLog implements AutoCloseable {
     private long sealedOffset(Segment segment, long index) throws IOException {
         try (FileChannel channel = FileChannel.open(indexFileOf(segment), StandardOpenOption.READ)) {
             ByteBuffer offset = ByteBuffer.allocate(8);
-            readFully(channel, offset, (index - segment.first) * 8);
+            FileChannels.readFully(channel, offset, (index - segment.first) * 8);
             return offset.getLong(0);
         }
     }
@@ -176,9 +176,7 @@ final class SegmentedLog implements AutoCloseable {
         buffer.flip();
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
-            while (buffer.hasRemaining()) {
-                channel.write(buffer);
-            }
+            FileChannels.writeFully(channel, buffer, 0);
             channel.force(true);
         }
         Files.move(temporary, indexFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -187,24 +185,14 @@ final class SegmentedLog implements AutoCloseable {
     /** Reads the record at {@code offset}, which the index or the offsets say holds {@code expectedIndex}. */
     private static LogEntry readRecord(Segment segment, FileChannel channel, long offset, long expectedIndex) throws IOException {
         ByteBuffer header = ByteBuffer.allocate(RECORD_HEADER_BYTES);
-        readFully(channel, header, offset);
+        FileChannels.readFully(channel, header, offset);
         RecordHeader record = RecordHeader.check(segment.file, header, offset, expectedIndex);
         ByteBuffer data = ByteBuffer.allocate(record.dataLength);
-        readFully(channel, data, offset + RECORD_HEADER_BYTES);
+        FileChannels.readFully(channel, data, offset + RECORD_HEADER_BYTES);
         record.checkData(segment.file, data.array(), offset);
         return new LogEntry(record.index, record.term, LogEntry.Type.ofOrdinal(record.type), data.array());
     }
 
-    private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
-        long at = position;
-        while (buffer.hasRemaining()) {
-            int read = channel.read(buffer, at);
-            if (read < 0) {
-                throw new IOException("unexpected end of file at " + at);
-            }
-            at += read;
-        }
-    }
 
     /** A record header whose own CRC32C, length, type, term and index were checked. */
     private record RecordHeader(int dataLength, long index, long term, int type, int dataCrc) {
@@ -284,9 +272,7 @@ final class SegmentedLog implements AutoCloseable {
             if (point != null) {
                 point.beforeWrite(activeChannel, buffer.duplicate(), position);
             }
-            while (buffer.hasRemaining()) {
-                position += activeChannel.write(buffer, position);
-            }
+            position = FileChannels.writeFully(activeChannel, buffer, position);
             if (point != null) {
                 point.beforeSync();
             }
@@ -345,11 +331,7 @@ final class SegmentedLog implements AutoCloseable {
     }
 
     private static void writeSegmentHeader(FileChannel channel, long firstIndex) throws IOException {
-        ByteBuffer header = segmentHeader(firstIndex, FORMAT_VERSION);
-        long at = 0;
-        while (header.hasRemaining()) {
-            at += channel.write(header, at);
-        }
+        FileChannels.writeFully(channel, segmentHeader(firstIndex, FORMAT_VERSION), 0);
         channel.force(true);
     }
 
@@ -508,7 +490,7 @@ final class SegmentedLog implements AutoCloseable {
         }
         try (FileChannel channel = FileChannel.open(indexFile, StandardOpenOption.READ)) {
             ByteBuffer stored = ByteBuffer.allocate((int) expectedBytes);
-            readFully(channel, stored, 0);
+            FileChannels.readFully(channel, stored, 0);
             for (int i = 0; i < segment.count(); i++) {
                 if (stored.getLong(i * 8) != offsets[i]) {
                     throw new CorruptionException(indexFile, "gives offset " + stored.getLong(i * 8) + " for entry " + (segment.first + i)
@@ -548,7 +530,7 @@ final class SegmentedLog implements AutoCloseable {
                 return cutTail(segment, channel, repairTail, position, "a record header cut short", offsets, count);
             }
             header.clear();
-            readFully(channel, header, position);
+            FileChannels.readFully(channel, header, position);
             if (isZero(header.array(), RECORD_HEADER_BYTES)) {
                 if (zeroToEnd(channel, position + RECORD_HEADER_BYTES, size)) {
                     return cutTail(segment, channel, repairTail, position, "zero bytes to the end of the file", offsets, count);
@@ -572,7 +554,7 @@ final class SegmentedLog implements AutoCloseable {
                         offsets, count);
             }
             ByteBuffer data = ByteBuffer.allocate(record.dataLength());
-            readFully(channel, data, position + RECORD_HEADER_BYTES);
+            FileChannels.readFully(channel, data, position + RECORD_HEADER_BYTES);
             try {
                 record.checkData(segment.file, data.array(), position);
             } catch (CorruptionException damage) {
@@ -596,7 +578,7 @@ final class SegmentedLog implements AutoCloseable {
      */
     private boolean checkSegmentHeader(Segment segment, FileChannel channel, long size, boolean repairTail) throws IOException {
         ByteBuffer header = ByteBuffer.allocate((int) Math.min(size, SEGMENT_HEADER_BYTES));
-        readFully(channel, header, 0);
+        FileChannels.readFully(channel, header, 0);
         boolean incomplete = size < SEGMENT_HEADER_BYTES || isZero(header.array(), SEGMENT_HEADER_BYTES);
         if (incomplete && repairTail && zeroToEnd(channel, header.limit(), size) && segment.last < segment.first) {
             LOG.warn("{}: the segment header is incomplete ({} bytes, no record): a roll cut short by a crash; started again empty",
@@ -641,7 +623,7 @@ final class SegmentedLog implements AutoCloseable {
         while (firstTrailingZero > from) {
             long start = Math.max(from, firstTrailingZero - chunk.capacity());
             chunk.clear().limit((int) (firstTrailingZero - start));
-            readFully(channel, chunk, start);
+            FileChannels.readFully(channel, chunk, start);
             for (int i = chunk.limit() - 1; i >= 0; i--) {
                 if (chunk.get(i) != 0) {
                     firstTrailingZero = start + i + 1;
@@ -667,7 +649,7 @@ final class SegmentedLog implements AutoCloseable {
         ByteBuffer chunk = ByteBuffer.allocate(64 << 10);
         for (long at = from; at < size; at += chunk.limit()) {
             chunk.clear().limit((int) Math.min(chunk.capacity(), size - at));
-            readFully(channel, chunk, at);
+            FileChannels.readFully(channel, chunk, at);
             if (!isZero(chunk.array(), chunk.limit())) {
                 return false;
             }
@@ -697,9 +679,7 @@ final class SegmentedLog implements AutoCloseable {
     }
 
     private void syncFolder() throws IOException {
-        try (FileChannel directory = FileChannel.open(folder, StandardOpenOption.READ)) {
-            directory.force(true);
-        }
+        FileChannels.syncFolder(folder);
     }
 
     private static String name(long index) {

@@ -108,14 +108,12 @@ final class StableFile implements AutoCloseable {
         ByteBuffer copy = encode(new TreeMap<>(), 1);
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
-            writeFully(channel, copy.duplicate(), 0);
-            writeFully(channel, copy, COPY_BYTES);
+            FileChannels.writeFully(channel, copy.duplicate(), 0);
+            FileChannels.writeFully(channel, copy, COPY_BYTES);
             channel.force(true);
         }
         Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
-        try (FileChannel folder = FileChannel.open(file.getParent(), StandardOpenOption.READ)) {
-            folder.force(true);
-        }
+        FileChannels.syncFolder(file.getParent());
     }
 
     /** One copy as read: its state, or why it failed its check. */
@@ -128,13 +126,13 @@ final class StableFile implements AutoCloseable {
             return new Copy(null, -1, "the copy at offset " + offset + " is incomplete");
         }
         ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
-        readFully(channel, header, offset);
+        FileChannels.readFully(channel, header, offset);
         int length = header.getInt(16);
         if (header.getInt(0) != MAGIC || length < 4 || length > MAX_STATE_BYTES || size < offset + HEADER_BYTES + length + 4) {
             return new Copy(null, -1, "the copy at offset " + offset + " has no valid header");
         }
         ByteBuffer whole = ByteBuffer.allocate(HEADER_BYTES + length + 4);
-        readFully(channel, whole, offset);
+        FileChannels.readFully(channel, whole, offset);
         CRC32C crc = new CRC32C();
         crc.update(whole.array(), 0, HEADER_BYTES + length);
         if (whole.getInt(HEADER_BYTES + length) != (int) crc.getValue()) {
@@ -213,9 +211,9 @@ final class StableFile implements AutoCloseable {
             throw e;
         }
         try {
-            writeFully(channel, copy.duplicate(), 0);
+            FileChannels.writeFully(channel, copy.duplicate(), 0);
             channel.force(false);
-            writeFully(channel, copy, COPY_BYTES);
+            FileChannels.writeFully(channel, copy, COPY_BYTES);
             channel.force(false);
         } catch (IOException e) {
             staged.clear();
@@ -227,23 +225,7 @@ final class StableFile implements AutoCloseable {
         committed.putAll(staged);
     }
 
-    private static void writeFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
-        long at = position;
-        while (buffer.hasRemaining()) {
-            at += channel.write(buffer, at);
-        }
-    }
 
-    private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
-        long at = position;
-        while (buffer.hasRemaining()) {
-            int read = channel.read(buffer, at);
-            if (read < 0) {
-                throw new IOException("unexpected end of file at " + at);
-            }
-            at += read;
-        }
-    }
 
     @Override
     public void close() {

@@ -56,16 +56,7 @@ class DamagedStorageTest {
     }
 
     private Map<String, String> fingerprint() throws Exception {
-        Map<String, String> hashes = new TreeMap<>();
-        try (Stream<Path> files = Files.walk(folder)) {
-            for (Path file : files.filter(Files::isRegularFile).toList()) {
-                if (!file.getFileName().toString().equals("LOCK")) {
-                    hashes.put(folder.relativize(file).toString(),
-                            HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(file))));
-                }
-            }
-        }
-        return hashes;
+        return Fingerprint.of(folder);
     }
 
     private Path sealedSegment() throws IOException {
