@@ -530,10 +530,18 @@ public final class RaftNode {
         }
         SnapshotMeta meta = message.snapshot();
         storageWorker.<byte[]>executeBlocking(() -> {
-            try (SnapshotStore.Reader reader = storage.snapshots().open(meta.id()); InputStream input = reader.input()) {
+            // By index and term, not ID: a snapshot this server installed is stored under an ID of its own storage,
+            // while the core keeps the one the leader gave it.
+            SnapshotMeta stored = storage.snapshots().list().stream()
+                    .filter(candidate -> candidate.lastIndex() == meta.lastIndex() && candidate.lastTerm() == meta.lastTerm())
+                    .findFirst().orElseThrow(() -> new IllegalStateException("no stored snapshot at index " + meta.lastIndex()
+                            + ", term " + meta.lastTerm()));
+            try (SnapshotStore.Reader reader = storage.snapshots().open(stored.id()); InputStream input = reader.input()) {
                 return input.readAllBytes();
             }
-        }).onSuccess(content -> transport.send(message, content));
+        }).onSuccess(content -> transport.send(message, content))
+                .onFailure(error -> org.slf4j.LoggerFactory.getLogger("conclave.raft").warn(
+                        "node {}: cannot send snapshot {} to {}: {}", id, meta.id(), message.to(), error.getMessage()));
     }
 
     private void apply(LogEntry entry) {

@@ -23,4 +23,13 @@ class GrpcClusterMapDbTest extends GrpcClusterTest {
     protected void closeStorage(Storage storage) {
         storage.close();
     }
+
+    @Override
+    protected void wipeStorage(String id) throws Exception {
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(folder.resolve(id))) {
+            for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                java.nio.file.Files.delete(file);
+            }
+        }
+    }
 }

@@ -93,6 +93,11 @@ class GrpcClusterTest {
         return previous != null ? previous : new InMemoryStorage();
     }
 
+    /** The server's data is lost: its next start begins with empty storage. */
+    protected void wipeStorage(String id) throws Exception {
+        storages.remove(id);
+    }
+
     /** Called after a server's node stopped; a durable store closes its files here. */
     protected void closeStorage(Storage storage) throws Exception {
     }
@@ -170,6 +175,45 @@ class GrpcClusterTest {
         RaftNode restarted = nodes.get(stopped);
         poll("the restarted server catches up from a snapshot in chunks", () -> holds(restarted, "last", last));
         assertTrue(holds(restarted, "big", big));
+    }
+
+    @Test
+    void when_a_server_that_installed_a_snapshot_leads_then_it_sends_that_snapshot_to_a_follower_that_needs_it() throws Exception {
+        RaftNode first = awaitLeader();
+        List<String> followers = nodes.keySet().stream().filter(id -> !id.equals(first.id())).sorted().toList();
+        String installer = followers.get(0);
+        String emptied = followers.get(1);
+        stopNode(installer);
+        for (int i = 0; i < 300; i++) {
+            first.propose(put("k" + i, ("v" + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        byte[] last = "last".getBytes(StandardCharsets.UTF_8);
+        await(first.propose(put("last", last)));
+        poll("the leader compacts its log", () -> {
+            try {
+                return await(first.onCore(core -> core.firstIndex())) > 2;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        startNode(installer);
+        poll(installer + " catches up from the leader's snapshot", () -> holds(nodes.get(installer), "last", last));
+
+        stopNode(emptied);
+        wipeStorage(emptied); // its data is lost: it can catch up only from a snapshot
+        RaftNode leading = nodes.get(installer);
+        poll(installer + " takes over", () -> {
+            try {
+                await(first.transferLeadership(installer));
+                return await(leading.onCore(core -> core.role())) == Role.LEADER;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        assertEquals(0, leading.metrics().snapshots(), "the new leader holds only the snapshot it installed");
+        startNode(emptied);
+        poll(emptied + " catches up from the snapshot the new leader installed", () -> holds(nodes.get(emptied), "last", last));
+        assertTrue(holds(nodes.get(emptied), "k7", "v7".getBytes(StandardCharsets.UTF_8)));
     }
 
     @Test
