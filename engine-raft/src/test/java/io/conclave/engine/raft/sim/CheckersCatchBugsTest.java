@@ -23,6 +23,8 @@ class CheckersCatchBugsTest {
         for (long seed = 1; seed <= MAX_SEEDS; seed++) {
             try {
                 run.run(seed);
+            } catch (RuntimeException e) { // a bug in the run, not the checker's finding: keep the seed
+                throw SimulationFailure.of(seed, "CheckersCatchBugsTest", e);
             } catch (SimulationFailure failure) {
                 assertTrue(failure.getMessage().contains("seed " + seed), "the failure names its seed");
                 System.out.println("caught at seed " + seed + ": " + failure.getMessage().lines().findFirst().orElse(""));

@@ -22,7 +22,12 @@ class RandomizedSimulationTest {
         long operations = 0;
         long elections = 0;
         for (long seed = first; seed < first + count; seed++) {
-            Simulation sim = RandomizedRun.run(seed, "RandomizedSimulationTest", Set.of());
+            Simulation sim;
+            try {
+                sim = RandomizedRun.run(seed, "RandomizedSimulationTest", Set.of());
+            } catch (RuntimeException e) { // not a checker's finding: the seed must not be lost with it
+                throw SimulationFailure.of(seed, "RandomizedSimulationTest", e);
+            }
             operations += sim.acknowledgedOperations();
             elections += sim.leadersByTerm().size();
         }

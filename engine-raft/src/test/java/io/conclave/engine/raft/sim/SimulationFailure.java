@@ -6,4 +6,11 @@ public final class SimulationFailure extends AssertionError {
         super(what + "\n  seed " + seed + "; replay: mvn -B -pl engine-raft -am verify -Dsurefire.failIfNoSpecifiedTests=false"
                 + " -Dtest=" + testName + " -Dsim.seed=" + seed);
     }
+
+    /** An exception thrown inside a seeded run (a bug, not a checker's finding): it keeps the seed too. */
+    public static SimulationFailure of(long seed, String testName, RuntimeException cause) {
+        SimulationFailure failure = new SimulationFailure(seed, testName, "an exception in the run: " + cause);
+        failure.initCause(cause);
+        return failure;
+    }
 }
