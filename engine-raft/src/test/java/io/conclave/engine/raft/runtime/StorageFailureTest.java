@@ -89,61 +89,64 @@ class StorageFailureTest {
         return new KvCommand(KvCommand.Op.PUT, key, "v".getBytes(StandardCharsets.UTF_8), 0, KvCommand.NO_CAS).encode();
     }
 
+    private static final ClusterConfiguration ALONE = new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)));
+
+    private Vertx vertx;
+    private final FailingStorage storage = new FailingStorage();
+
+    @org.junit.jupiter.api.BeforeEach
+    void startVertx() {
+        vertx = Vertx.vertx();
+    }
+
+    @org.junit.jupiter.api.AfterEach
+    void stopVertx() throws Exception {
+        Await.result(vertx.close());
+    }
+
+    /** A one-server node on {@link #storage}, bootstrapped with {@code bootstrap} when it is given. */
+    private RaftNode startSolo(ClusterConfiguration bootstrap) throws Exception {
+        LocalTransport transport = new LocalTransport();
+        RaftNode node = Await.result(RaftNode.start(vertx, "solo", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
+                storage, new KvStateMachine(), transport.from("solo"), new RaftNode.Options(20, 10_000, 20, 2, 0), bootstrap));
+        transport.nodes.put("solo", node);
+        return node;
+    }
+
     @Test
     void when_an_append_fails_then_the_node_stops_and_no_client_is_told_its_write_was_applied() throws Exception {
-        Vertx vertx = Vertx.vertx();
-        try {
-            LocalTransport transport = new LocalTransport();
-            FailingStorage storage = new FailingStorage();
-            RaftNode node = Await.result(RaftNode.start(vertx, "solo", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
-                    storage, new KvStateMachine(), transport.from("solo"), new RaftNode.Options(20, 10_000, 20, 2, 0),
-                    new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
-            transport.nodes.put("solo", node);
-            Await.leader(List.of(node));
-            assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), Await.result(node.propose(put("before"))));
-            assertFalse(node.failure().isComplete());
+        RaftNode node = startSolo(ALONE);
+        Await.leader(List.of(node));
+        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), Await.result(node.propose(put("before"))));
+        assertFalse(node.failure().isComplete());
 
-            storage.failing = true;
-            ExecutionException error = assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("during"))));
-            assertTrue(error.getCause() instanceof OutcomeUnknownException, "not applied, not 'certainly not applied': " + error.getCause());
-            Await.until("the node reports its storage failure", () -> node.failure().isComplete());
-            assertTrue(node.failure().result().getMessage().contains("injected"), node.failure().result().getMessage());
-            assertEquals(Role.SHUTDOWN, node.status().role());
+        storage.failing = true;
+        ExecutionException error = assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("during"))));
+        assertTrue(error.getCause() instanceof OutcomeUnknownException, "not applied, not 'certainly not applied': " + error.getCause());
+        Await.until("the node reports its storage failure", () -> node.failure().isComplete());
+        assertTrue(node.failure().result().getMessage().contains("injected"), node.failure().result().getMessage());
+        assertEquals(Role.SHUTDOWN, node.status().role());
 
-            storage.failing = false; // even once the disk "works" again, the stopped node takes nothing
-            assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("after"))));
-            assertEquals(null, storage.inner.stable().get("unused"));
-            long lastIndex = storage.inner.log().lastIndex();
-            for (int tick = 0; tick < 5; tick++) {
-                Await.result(node.onCore(core -> core.commitIndex()));
-            }
-            assertEquals(lastIndex, storage.inner.log().lastIndex(), "nothing more reaches the storage");
-            Await.result(node.stop());
-        } finally {
-            Await.result(vertx.close());
+        storage.failing = false; // even once the disk "works" again, the stopped node takes nothing
+        assertThrows(ExecutionException.class, () -> Await.result(node.propose(put("after"))));
+        long lastIndex = storage.inner.log().lastIndex();
+        for (int tick = 0; tick < 5; tick++) {
+            Await.result(node.onCore(core -> core.commitIndex()));
         }
+        assertEquals(lastIndex, storage.inner.log().lastIndex(), "nothing more reaches the storage");
+        Await.result(node.stop());
     }
 
     @Test
     void when_a_server_bootstraps_then_the_cluster_id_is_stored_before_the_first_configuration() throws Exception {
-        Vertx vertx = Vertx.vertx();
-        try {
-            LocalTransport transport = new LocalTransport();
-            FailingStorage storage = new FailingStorage();
-            RaftNode node = Await.result(RaftNode.start(vertx, "solo", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
-                    storage, new KvStateMachine(), transport.from("solo"), new RaftNode.Options(20, 10_000, 20, 2, 0), null));
-            transport.nodes.put("solo", node);
-            ClusterConfiguration alone = new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)));
-            Await.result(node.bootstrap(alone, "cluster-id", new byte[] {1, 2, 3}));
-            Await.leader(List.of(node));
-            List<String> calls = List.copyOf(storage.calls); // the node goes on writing
-            assertEquals(List.of("put cluster-id", "append"), calls.subList(0, 2), "the order of durable writes: " + calls);
-            assertThrows(ExecutionException.class, () -> Await.result(node.bootstrap(alone, "cluster-id", new byte[] {9})),
-                    "a server with Raft state is never bootstrapped again");
-            assertArrayEquals(new byte[] {1, 2, 3}, storage.inner.stable().get("cluster-id"), "and its cluster ID is kept");
-            Await.result(node.stop());
-        } finally {
-            Await.result(vertx.close());
-        }
+        RaftNode node = startSolo(null);
+        Await.result(node.bootstrap(ALONE, "cluster-id", new byte[] {1, 2, 3}));
+        Await.leader(List.of(node));
+        List<String> calls = List.copyOf(storage.calls); // the node goes on writing
+        assertEquals(List.of("put cluster-id", "append"), calls.subList(0, 2), "the order of durable writes: " + calls);
+        assertThrows(ExecutionException.class, () -> Await.result(node.bootstrap(ALONE, "cluster-id", new byte[] {9})),
+                "a server with Raft state is never bootstrapped again");
+        assertArrayEquals(new byte[] {1, 2, 3}, storage.inner.stable().get("cluster-id"), "and its cluster ID is kept");
+        Await.result(node.stop());
     }
 }

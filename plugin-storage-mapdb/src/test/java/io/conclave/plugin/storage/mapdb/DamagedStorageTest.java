@@ -65,14 +65,6 @@ class DamagedStorageTest {
         }
     }
 
-    private static void flipByte(Path file, long position) throws IOException {
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.seek(position);
-            int b = raf.read();
-            raf.seek(position);
-            raf.write(b ^ 0x5A);
-        }
-    }
 
     /** Opens the damaged folder: must fail naming the file, and leave every file as it was. */
     private CorruptionException assertReportedAndUntouched(Path damaged, String what) throws Exception {
@@ -87,7 +79,7 @@ class DamagedStorageTest {
     @Test
     void when_bytes_of_a_log_record_are_flipped_then_open_fails_naming_the_segment() throws Exception {
         Path segment = sealedSegment();
-        flipByte(segment, Files.size(segment) / 2);
+        Damage.xorByte(segment, Files.size(segment) / 2, 0x5A);
         assertReportedAndUntouched(segment, "record at offset");
     }
 
@@ -112,7 +104,7 @@ class DamagedStorageTest {
     void when_the_mapdb_store_is_damaged_then_open_fails_naming_it() throws Exception {
         Path store = folder.resolve(MapDbStorage.STORE_FILE);
         for (long position = 0; position < Files.size(store); position += 512) {
-            flipByte(store, position);
+            Damage.xorByte(store, position, 0x5A);
         }
         Map<String, String> before = fingerprint();
         StorageException error = assertThrows(StorageException.class, () -> MapDbStorage.open(folder, SEGMENT_BYTES).close());
@@ -135,14 +127,14 @@ class DamagedStorageTest {
     @Test
     void when_snapshot_content_is_damaged_then_open_fails_naming_it() throws Exception {
         Path content = folder.resolve(MapDbStorage.SNAPSHOTS_FOLDER).resolve(snapshot.id() + ".snap");
-        flipByte(content, 1234);
+        Damage.xorByte(content, 1234, 0x5A);
         assertReportedAndUntouched(content, "CRC32C");
     }
 
     @Test
     void when_snapshot_metadata_is_damaged_then_open_fails_naming_it() throws Exception {
         Path meta = folder.resolve(MapDbStorage.SNAPSHOTS_FOLDER).resolve(snapshot.id() + ".meta");
-        flipByte(meta, 30);
+        Damage.xorByte(meta, 30, 0x5A);
         assertReportedAndUntouched(meta, "metadata");
     }
 

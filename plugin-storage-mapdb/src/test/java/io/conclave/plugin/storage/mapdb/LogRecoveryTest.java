@@ -69,14 +69,6 @@ class LogRecoveryTest {
         return Fingerprint.of(folder);
     }
 
-    private static void xorByte(Path file, long position, int mask) throws IOException {
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.seek(position);
-            int b = raf.read();
-            raf.seek(position);
-            raf.write(b ^ mask);
-        }
-    }
 
     private static void appendBytes(Path file, byte[] bytes) throws IOException {
         try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
@@ -120,7 +112,7 @@ class LogRecoveryTest {
     @Test
     void when_a_length_byte_of_record_11_of_300_is_flipped_then_open_is_refused_naming_file_and_offset() throws Exception {
         Path active = activeSegment();
-        xorByte(active, offsetOf(11) + 1, 0x40); // the length now points far past the end of the file
+        Damage.xorByte(active, offsetOf(11) + 1, 0x40); // the length now points far past the end of the file
         assertRefusedAndUntouched(active, "offset " + offsetOf(11));
     }
 
@@ -129,9 +121,9 @@ class LogRecoveryTest {
         Path active = activeSegment();
         for (int i = 0; i < 4; i++) {
             for (int mask : new int[] {0x01, 0x80}) {
-                xorByte(active, offsetOf(200) + i, mask);
+                Damage.xorByte(active, offsetOf(200) + i, mask);
                 assertRefusedAndUntouched(active, "offset " + offsetOf(200));
-                xorByte(active, offsetOf(200) + i, mask);
+                Damage.xorByte(active, offsetOf(200) + i, mask);
             }
         }
     }
@@ -139,7 +131,7 @@ class LogRecoveryTest {
     @Test
     void when_the_last_complete_record_fails_its_crc_then_it_is_damage_not_a_torn_tail() throws Exception {
         Path active = activeSegment();
-        xorByte(active, offsetOf(ENTRIES) + SegmentedLog.RECORD_HEADER_BYTES + 10, 0x01);
+        Damage.xorByte(active, offsetOf(ENTRIES) + SegmentedLog.RECORD_HEADER_BYTES + 10, 0x01);
         assertRefusedAndUntouched(active, "offset " + offsetOf(ENTRIES), "CRC32C");
     }
 
@@ -193,7 +185,7 @@ class LogRecoveryTest {
     @Test
     void when_a_segment_has_no_header_then_open_is_refused_as_an_unknown_format() throws Exception {
         Path active = activeSegment();
-        xorByte(active, 0, 0xFF);
+        Damage.xorByte(active, 0, 0xFF);
         assertRefusedAndUntouched(active, "format");
     }
 
@@ -211,7 +203,7 @@ class LogRecoveryTest {
         try (Stream<Path> files = Files.list(log)) {
             index = files.filter(file -> file.toString().endsWith(SegmentedLog.INDEX_SUFFIX)).sorted().findFirst().orElseThrow();
         }
-        xorByte(index, 8 * 5 + 7, 0x01);
+        Damage.xorByte(index, 8 * 5 + 7, 0x01);
         assertRefusedAndUntouched(index, "entry 6");
         Files.delete(index);
         try (MapDbStorage storage = MapDbStorage.open(folder)) {

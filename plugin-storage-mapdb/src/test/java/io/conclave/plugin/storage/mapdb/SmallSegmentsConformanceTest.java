@@ -19,6 +19,6 @@ class SmallSegmentsConformanceTest extends StorageConformanceKit {
 
     @Override
     protected boolean damageTheLengthOfAStoredEntry(Path folder) throws java.io.IOException {
-        return SegmentDamage.flipTheFirstRecordLength(folder.resolve(MapDbStorage.LOG_FOLDER));
+        return Damage.flipTheFirstRecordLength(folder.resolve(MapDbStorage.LOG_FOLDER));
     }
 }

@@ -33,14 +33,6 @@ class StableFileTest {
         }
     }
 
-    private static void damage(Path file, long position) throws Exception {
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-            raf.seek(position);
-            int b = raf.read();
-            raf.seek(position);
-            raf.write(b ^ 0x10);
-        }
-    }
 
     private void assertLastCommitRead() {
         try (StableFile stable = StableFile.open(file, false)) {
@@ -53,7 +45,7 @@ class StableFileTest {
     void when_either_copy_is_damaged_then_the_last_commit_is_read_from_the_other() throws Exception {
         for (long copy : new long[] {0, StableFile.COPY_BYTES}) {
             byte[] before = Files.readAllBytes(file);
-            damage(file, copy + 30);
+            Damage.xorByte(file, copy + 30, 0x10);
             assertLastCommitRead();
             Files.write(file, before);
         }
@@ -75,14 +67,14 @@ class StableFileTest {
             raf.seek(StableFile.COPY_BYTES);
             raf.write(copyBOfCommit2);
         }
-        damage(file, 25);
+        Damage.xorByte(file, 25, 0x10);
         assertLastCommitRead();
     }
 
     @Test
     void when_both_copies_are_damaged_then_open_is_refused_naming_the_file() throws Exception {
-        damage(file, 30);
-        damage(file, StableFile.COPY_BYTES + 30);
+        Damage.xorByte(file, 30, 0x10);
+        Damage.xorByte(file, StableFile.COPY_BYTES + 30, 0x10);
         byte[] before = Files.readAllBytes(file);
         CorruptionException error = assertThrows(CorruptionException.class, () -> StableFile.open(file, false));
         assertTrue(error.getMessage().contains(file.toString()) && error.getMessage().contains("both copies"), error.getMessage());

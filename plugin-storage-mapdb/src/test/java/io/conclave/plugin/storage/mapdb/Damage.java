@@ -6,10 +6,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
 
-/** Damage done to log segments by the tests. */
-final class SegmentDamage {
+/** Damage the tests do to stored files. */
+final class Damage {
 
-    private SegmentDamage() {
+    private Damage() {
     }
 
     /** Flips a bit in the length of the first record of the first segment; {@code false} if there is none. */
@@ -22,13 +22,17 @@ final class SegmentDamage {
         if (segment == null || Files.size(segment) <= SegmentedLog.SEGMENT_HEADER_BYTES + SegmentedLog.RECORD_HEADER_BYTES) {
             return false;
         }
-        try (RandomAccessFile raf = new RandomAccessFile(segment.toFile(), "rw")) {
-            long position = SegmentedLog.SEGMENT_HEADER_BYTES + 2;
+        xorByte(segment, SegmentedLog.SEGMENT_HEADER_BYTES + 2, 0x01);
+        return true;
+    }
+
+    /** XORs the byte at {@code position} with {@code mask}. */
+    static void xorByte(Path file, long position, int mask) throws IOException {
+        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
             raf.seek(position);
             int b = raf.read();
             raf.seek(position);
-            raf.write(b ^ 0x01);
+            raf.write(b ^ mask);
         }
-        return true;
     }
 }
