@@ -49,8 +49,33 @@ public record RaftConfig(
     public static final int DEFAULT_MAX_PENDING_READS = 4096;
     public static final int DEFAULT_DEPARTED_ACK_TICKS = 40;
 
-    /** Bugs the simulator's own tests switch on to show that the checkers catch them. */
+    /**
+     * Deliberate bugs (mutations of the core's rules), all in this one place: the simulator's own tests switch
+     * them on to show that its checkers catch each one ({@code CheckersCatchBugsTest}). Nothing in the agent's
+     * configuration can reach them: {@code ConfigLoader} always builds a {@link RaftConfig} with none, and only
+     * code (a test, or a test-only distribution) can call {@link #withUnsafeBugs}.
+     */
     public enum UnsafeBug {
+        /** Persist a vote only when the term changed in the same step (a vote in an already-current term is lost on a crash). */
+        VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED,
+        /** Never persist the vote: the hard state carries the term only. */
+        VOTE_NEVER_PERSISTED,
+        /** The leader counts its own log toward the commit before persisting it (thesis 10.2.1 broken). */
+        LEADER_COUNTS_ITSELF_BEFORE_PERSIST,
+        /** A pre-vote request of a higher term raises the voter's term (thesis 9.6 broken). */
+        PRE_VOTE_RAISES_TERM,
+        /** A follower installs a snapshot no newer than its commit index. */
+        SNAPSHOT_GOES_BACKWARD,
+        /** A follower installing a snapshot drops the entries after it even when its log matches the snapshot's last entry. */
+        SNAPSHOT_DISCARDS_MATCHING_SUFFIX,
+        /** ReadIndex answers at once, without the heartbeat round that confirms leadership. */
+        READ_WITHOUT_HEARTBEAT_ROUND,
+        /** ReadIndex is served before the new leader committed an entry of its term. */
+        READ_BEFORE_OWN_TERM_COMMIT,
+        /** A configuration change may be proposed while another is uncommitted. */
+        TWO_CHANGES_AT_ONCE,
+        /** A heartbeat tells a follower the leader's commit even past what the follower is known to match. */
+        HEARTBEAT_COMMIT_NOT_CAPPED,
         /** Grant votes without comparing logs. */
         GRANT_VOTE_WITHOUT_LOG_CHECK,
         /** Commit by counting replicas of an entry of an older term (the thesis's figure 3.7). */
@@ -87,6 +112,12 @@ public record RaftConfig(
 
     public RaftConfig withPreVote(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, enabled, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxPendingReads, departedAckTicks, unsafeBugs);
+    }
+
+    public RaftConfig withCheckQuorum(boolean enabled) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, enabled,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
                 maxPendingReads, departedAckTicks, unsafeBugs);
     }

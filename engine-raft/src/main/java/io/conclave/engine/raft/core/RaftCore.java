@@ -64,6 +64,8 @@ public final class RaftCore {
 
     private final Map<String, Progress> progress = new LinkedHashMap<>();
     private final Map<String, Integer> departing = new HashMap<>();
+    /** For each departing server, the index of the configuration that removed it. */
+    private final Map<String, Long> departingSince = new HashMap<>();
     private boolean broadcastPending;
     private boolean leaving;
     /** Its state was lost under a known ID (DESIGN.md, durability rules): it never votes or campaigns. */
@@ -85,6 +87,16 @@ public final class RaftCore {
     private long lastMemberConfigurationIndex;
     private ClusterConfiguration lastCommittedConfiguration = ClusterConfiguration.EMPTY;
     private long lastCommittedConfigurationIndex;
+    /**
+     * The newest configuration index this server held when it started: a configuration older than it, replayed
+     * as the commit index catches up after a restart, never makes it a member again (and so never re-arms a
+     * removal it already acted on).
+     */
+    private long configurationFloor;
+    /** The index of the configuration whose removal of this server it acted on; persisted with the hard state. */
+    private long removalActedAt;
+    /** The removal committed and the leader's commit is caught up: act once the removal entry is durable here. */
+    private boolean removalDue;
 
     private final List<Message> outbox = new ArrayList<>();
     private final List<CoreEvent> events = new ArrayList<>();
@@ -108,6 +120,15 @@ public final class RaftCore {
      * {@code null}), and the entries after it. Call before anything else.
      */
     public void restore(long storedTerm, String storedVote, SnapshotMeta snapshot, List<LogEntry> entries) {
+        restore(storedTerm, storedVote, 0, snapshot, entries);
+    }
+
+    /**
+     * As {@link #restore(long, String, SnapshotMeta, List)}, with {@code storedRemovalActedAt}: the
+     * {@link Ready.HardState#removalActedAt()} last persisted.
+     */
+    public void restore(long storedTerm, String storedVote, long storedRemovalActedAt, SnapshotMeta snapshot,
+                        List<LogEntry> entries) {
         if (log.lastIndex() != 0 || term != 0) {
             throw new IllegalStateException("restore on a core that already has state");
         }
@@ -121,13 +142,26 @@ public final class RaftCore {
         }
         log.unpersistedFrom = log.lastIndex() + 1;
         log.persisted = log.lastIndex();
+        removalActedAt = storedRemovalActedAt;
+        configurationFloor = log.latestConfigurationIndex();
         noteCommittedConfiguration(false);
-        // A server restarted after its removal must not act on that old removal again (it may be rejoining);
-        // one restarted as a member acts only on a removal that comes after its latest configuration.
-        memberOfCommitted = log.latestConfiguration().contains(id);
-        if (memberOfCommitted) {
+        // A server restarted after it acted on its removal must not act on it again (it may be rejoining); one
+        // restarted as a member acts only on a removal that comes after its latest configuration; one restarted
+        // with a removal in its log that it has not acted on yet still acts on it once that removal commits.
+        memberOfCommitted = false;
+        if (log.latestConfiguration().contains(id)) {
+            memberOfCommitted = true;
             lastMemberConfiguration = log.latestConfiguration();
             lastMemberConfigurationIndex = log.latestConfigurationIndex();
+        } else if (removalActedAt == log.latestConfigurationIndex()) {
+            departed = true; // acted on before the restart: it acknowledges that removal, and only that one
+        } else {
+            long member = log.latestConfigurationIndexContaining(id);
+            if (member > 0) {
+                memberOfCommitted = true;
+                lastMemberConfiguration = log.configurationAt(member);
+                lastMemberConfigurationIndex = member;
+            }
         }
     }
 
@@ -235,7 +269,8 @@ public final class RaftCore {
             return refusal;
         }
         boolean ownTermCommitted = committedInCurrentTerm() || config.has(RaftConfig.UnsafeBug.CHANGE_CONFIG_BEFORE_OWN_TERM_COMMIT);
-        if (transferTarget != null || log.latestConfigurationIndex() > log.committed || !ownTermCommitted) {
+        boolean changeInProgress = log.latestConfigurationIndex() > log.committed && !config.has(RaftConfig.UnsafeBug.TWO_CHANGES_AT_ONCE);
+        if (transferTarget != null || changeInProgress || !ownTermCommitted) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.CONFIGURATION_CHANGE_IN_PROGRESS, id);
         }
         ClusterConfiguration next = applyChange(log.latestConfiguration(), change);
@@ -261,7 +296,7 @@ public final class RaftCore {
         if (pendingReads.size() + readsAwaitingCommit.size() >= config.maxPendingReads()) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.OVERLOADED, id);
         }
-        if (!committedInCurrentTerm()) {
+        if (!committedInCurrentTerm() && !config.has(RaftConfig.UnsafeBug.READ_BEFORE_OWN_TERM_COMMIT)) {
             readsAwaitingCommit.addLast(requestId);
         } else {
             startRead(requestId);
@@ -276,6 +311,9 @@ public final class RaftCore {
     public boolean transferLeadership(String target) {
         if (role != Role.LEADER || transferTarget != null) {
             return false;
+        }
+        if (!leaving) {
+            transferTried.clear(); // only a leave walks through the voters one by one; an operator's transfer starts afresh
         }
         String chosen = target != null ? target : bestTransferTarget();
         if (chosen == null || chosen.equals(id) || !log.latestConfiguration().isVoter(chosen)) {
@@ -331,7 +369,8 @@ public final class RaftCore {
             broadcastAppend();
         }
         broadcastPending = false;
-        Ready.HardState hardState = hardStateChanged ? new Ready.HardState(term, votedFor) : null;
+        String voteToPersist = config.has(RaftConfig.UnsafeBug.VOTE_NEVER_PERSISTED) ? null : votedFor;
+        Ready.HardState hardState = hardStateChanged ? new Ready.HardState(term, voteToPersist, removalActedAt) : null;
         List<LogEntry> toPersist = log.takeUnpersisted();
         List<LogEntry> toApply = log.takeCommitted(MAX_APPLY_BATCH);
         Ready ready = new Ready(hardState, toPersist, snapshotToInstall, List.copyOf(outbox), toApply,
@@ -359,6 +398,8 @@ public final class RaftCore {
                 maybeCommit();
             }
         }
+        actOnDurableRemoval(ready);
+        actOnRemovalOnceDurable();
         for (LogEntry entry : ready.committedEntries()) {
             if (entry.type() == LogEntry.Type.COMMAND) {
                 metrics.proposalsCommitted++;
@@ -412,6 +453,14 @@ public final class RaftCore {
     /** The entry at {@code index}, or {@code null} when not held in memory. */
     public LogEntry entryAt(long index) {
         return log.entry(index);
+    }
+
+    /**
+     * Whether the driver may take a snapshot of its state machine at {@code appliedIndex}: not when the core has
+     * already moved past it to a snapshot received from the leader (still being installed; it supersedes).
+     */
+    public boolean canSnapshotAt(long appliedIndex) {
+        return appliedIndex >= log.snapshotIndex() && log.term(appliedIndex) >= 0 && appliedIndex <= log.appliedHandedOut;
     }
 
     public SnapshotMeta latestSnapshot() {
@@ -496,6 +545,7 @@ public final class RaftCore {
         readsAwaitingCommit.clear();
         progress.clear();
         departing.clear();
+        departingSince.clear();
         transferTarget = null;
         transferTried.clear();
     }
@@ -530,12 +580,25 @@ public final class RaftCore {
         heartbeatElapsed = 0;
         progress.clear();
         departing.clear();
+        departingSince.clear();
         metrics.electionsWon++;
         events.add(new CoreEvent.ElectionWon(term));
         events.add(new CoreEvent.RoleChanged(role, term, id));
-        for (Server server : log.latestConfiguration().servers()) {
+        ClusterConfiguration latest = log.latestConfiguration();
+        for (Server server : latest.servers()) {
             if (!server.id().equals(id)) {
                 progress.put(server.id(), newProgress(server.id()));
+            }
+        }
+        // Servers the latest configuration removed may have missed its commit: tell them, until they acknowledge.
+        long latestIndex = log.latestConfigurationIndex();
+        if (latestIndex > log.firstIndex()) {
+            for (Server server : log.configurationAt(latestIndex - 1).servers()) {
+                if (!server.id().equals(id) && !latest.contains(server.id())) {
+                    progress.put(server.id(), newProgress(server.id()));
+                    departing.put(server.id(), 0);
+                    departingSince.put(server.id(), latestIndex);
+                }
             }
         }
         log.append(new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.NOOP, null));
@@ -604,6 +667,7 @@ public final class RaftCore {
             entry.setValue(entry.getValue() + 1);
             if (entry.getValue() >= config.departedAckTicks()) {
                 progress.remove(entry.getKey());
+                departingSince.remove(entry.getKey());
                 iterator.remove();
             }
         }
@@ -681,7 +745,8 @@ public final class RaftCore {
 
     /** Whether this server heard from a leader within the minimum election timeout (leader stickiness). */
     private boolean inLeaderLease() {
-        return leaderId != null && electionElapsed < config.electionTimeoutMinTicks();
+        // as etcd: only with check-quorum does a leader step down when cut off, so only then may voters trust its lease
+        return config.checkQuorum() && leaderId != null && electionElapsed < config.electionTimeoutMinTicks();
     }
 
     /** Returns whether to go on handling a message of a higher term. */
@@ -691,7 +756,7 @@ public final class RaftCore {
             refuseVote(message, CoreEvent.RefusalReason.STICKINESS);
             return false;
         }
-        if (type == MessageType.PRE_VOTE) {
+        if (type == MessageType.PRE_VOTE && !config.has(RaftConfig.UnsafeBug.PRE_VOTE_RAISES_TERM)) {
             return true; // a pre-vote never changes our term
         }
         if (type == MessageType.PRE_VOTE_RESPONSE && !message.reject()) {
@@ -740,7 +805,7 @@ public final class RaftCore {
         send(Message.of(responseType, id, message.from(), message.term()));
         if (!preVote) {
             votedFor = message.from();
-            hardStateChanged = true;
+            hardStateChanged |= !config.has(RaftConfig.UnsafeBug.VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED);
             electionElapsed = 0;
         }
     }
@@ -826,11 +891,11 @@ public final class RaftCore {
         if (meta == null) {
             return;
         }
-        if (meta.lastIndex() <= log.committed) {
+        if (meta.lastIndex() <= log.committed && !config.has(RaftConfig.UnsafeBug.SNAPSHOT_GOES_BACKWARD)) {
             send(appendResponse(message.from(), log.committed));
             return;
         }
-        if (log.matchTerm(meta.lastIndex(), meta.lastTerm())) {
+        if (log.matchTerm(meta.lastIndex(), meta.lastTerm()) && !config.has(RaftConfig.UnsafeBug.SNAPSHOT_DISCARDS_MATCHING_SUFFIX)) {
             send(appendResponse(message.from(), meta.lastIndex()));
             commitAsFollower(meta.lastIndex(), false);
             return;
@@ -863,7 +928,8 @@ public final class RaftCore {
 
     private void broadcastHeartbeat(long context) {
         for (Progress pr : progress.values()) {
-            send(Message.of(MessageType.HEARTBEAT, id, pr.id, term).withCommit(Math.min(pr.match, log.committed))
+            long commit = config.has(RaftConfig.UnsafeBug.HEARTBEAT_COMMIT_NOT_CAPPED) ? log.committed : Math.min(pr.match, log.committed);
+            send(Message.of(MessageType.HEARTBEAT, id, pr.id, term).withCommit(commit)
                     .withLog(log.committed, 0).withContext(context));
         }
     }
@@ -981,9 +1047,12 @@ public final class RaftCore {
         pr.recentActive = true;
         pr.ticksSinceContact = 0;
         pr.followerCommit = Math.max(pr.followerCommit, message.commit());
-        if (message.departed() && departing.containsKey(pr.id)) {
+        Long removedAt = departingSince.get(pr.id);
+        if (message.departed() && departing.containsKey(pr.id) && removedAt != null && message.commit() >= removedAt) {
+            // it acted on this removal (its commit covers it), not on an earlier one it answered about late
             progress.remove(pr.id); // it acted on its removal: stop sending to it
             departing.remove(pr.id);
+            departingSince.remove(pr.id);
         }
     }
 
@@ -996,7 +1065,8 @@ public final class RaftCore {
         for (int i = 0; i < voters.size(); i++) {
             String voter = voters.get(i).id();
             if (voter.equals(id)) {
-                matches[i] = log.persisted; // the leader counts itself only for what it persisted (thesis 10.2.1)
+                // the leader counts itself only for what it persisted (thesis 10.2.1)
+                matches[i] = config.has(RaftConfig.UnsafeBug.LEADER_COUNTS_ITSELF_BEFORE_PERSIST) ? log.lastIndex() : log.persisted;
             } else {
                 Progress pr = progress.get(voter);
                 matches[i] = pr == null ? 0 : pr.match;
@@ -1049,7 +1119,7 @@ public final class RaftCore {
 
     private void startRead(long requestId) {
         ClusterConfiguration configuration = log.latestConfiguration();
-        if (configuration.voterCount() == 1 && configuration.isVoter(id)) {
+        if ((configuration.voterCount() == 1 && configuration.isVoter(id)) || config.has(RaftConfig.UnsafeBug.READ_WITHOUT_HEARTBEAT_ROUND)) {
             readStates.add(new ReadState(requestId, log.committed));
             return;
         }
@@ -1112,7 +1182,11 @@ public final class RaftCore {
         transferTarget = null;
         while (!held.isEmpty()) {
             HeldProposal proposal = held.removeFirst();
-            outcomes.add(appendCommand(proposal.requestId(), proposal.data()));
+            if (log.lastIndex() - log.committed >= config.maxUncommittedEntries()) {
+                outcomes.add(new ProposalOutcome.Refused(proposal.requestId(), ProposalOutcome.Reason.OVERLOADED, id));
+            } else {
+                outcomes.add(appendCommand(proposal.requestId(), proposal.data()));
+            }
         }
     }
 
@@ -1172,10 +1246,12 @@ public final class RaftCore {
                 progress.put(server.id(), newProgress(server.id()));
             }
             departing.remove(server.id());
+            departingSince.remove(server.id());
         }
         for (String follower : progress.keySet()) {
             if (!configuration.contains(follower)) {
                 departing.putIfAbsent(follower, 0);
+                departingSince.putIfAbsent(follower, log.latestConfigurationIndex());
             }
         }
     }
@@ -1215,7 +1291,7 @@ public final class RaftCore {
             lastCommittedConfiguration = committed;
             lastCommittedConfigurationIndex = index;
             events.add(new CoreEvent.ConfigurationCommitted(committed, index));
-            if (committed.contains(id)) {
+            if (committed.contains(id) && index >= configurationFloor && index >= lastMemberConfigurationIndex) {
                 memberOfCommitted = true;
                 departed = false;
                 lastMemberConfiguration = committed;
@@ -1225,17 +1301,62 @@ public final class RaftCore {
                 }
             }
         }
-        if (memberOfCommitted && caughtUp && index > lastMemberConfigurationIndex && !committed.contains(id)) {
-            memberOfCommitted = false;
-            departed = true;
-            removalCommitted(lastMemberConfiguration, committed);
+        if (caughtUp && removalCommittedHere()) {
+            removalDue = true;
         }
+        actOnRemovalOnceDurable();
+    }
+
+    /**
+     * Whether the committed configuration removes this server: it was a member of an earlier committed one, and
+     * no newer configuration (one adding it again) follows in its log.
+     */
+    private boolean removalCommittedHere() {
+        long index = lastCommittedConfigurationIndex;
+        return memberOfCommitted && index > lastMemberConfigurationIndex && !lastCommittedConfiguration.contains(id)
+                && log.latestConfigurationIndex() == index && removalActedAt != index;
+    }
+
+    /**
+     * Acts on a committed removal only once its entry is durable on this server (and no snapshot it received
+     * is still being installed): a crash before that must not leave a server that acted on a removal it
+     * forgets, nor one that re-learns and acts on it again while it is being added back.
+     */
+    private void actOnRemovalOnceDurable() {
+        if (!removalDue) {
+            return;
+        }
+        if (!removalCommittedHere()) {
+            removalDue = false; // added back meanwhile
+            return;
+        }
+        boolean snapshotPending = snapshotToInstall != null || (outstanding != null && outstanding.snapshotToInstall() != null);
+        if (lastCommittedConfigurationIndex > log.persisted || snapshotPending) {
+            return; // advance() calls again once more is persisted
+        }
+        removalDue = false;
+        removalActedAt = lastCommittedConfigurationIndex;
+        hardStateChanged = true; // first made durable: a restart then neither acts again nor forgets it (advance acts)
+    }
+
+    /** The removal this server decided on is durable ({@code removalActedAt} persisted): apply the policy. */
+    private void actOnDurableRemoval(Ready ready) {
+        if (ready.hardState() == null || ready.hardState().removalActedAt() != removalActedAt || removalActedAt == 0
+                || departed || !memberOfCommitted || lastCommittedConfigurationIndex != removalActedAt) {
+            return;
+        }
+        memberOfCommitted = false;
+        departed = true;
+        removalCommitted(lastMemberConfiguration, lastCommittedConfiguration);
     }
 
     private void removalCommitted(ClusterConfiguration previous, ClusterConfiguration current) {
         boolean wasLeader = role == Role.LEADER;
         if (wasLeader) {
             handOverAndStepDown();
+        }
+        if (!wasLeader && leaderId != null) {
+            send(appendResponse(leaderId, log.committed)); // its acknowledgement of the removal: the leader stops sending
         }
         RemovalAction action = removalPolicy.onRemoved(new RemovalContext(id, previous, current, wasLeader));
         events.add(new CoreEvent.Removed(action, removalPolicy.name()));

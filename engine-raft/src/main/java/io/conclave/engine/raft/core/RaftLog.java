@@ -33,6 +33,16 @@ final class RaftLog {
     /** Highest index the driver confirmed persisted. */
     long persisted;
 
+    /**
+     * An invariant of the log, checked in production too (not an {@code assert}, which is off there): broken, it
+     * would lose or invent committed entries, so the server stops with the reason rather than go on.
+     */
+    static void check(boolean invariant, String violation) {
+        if (!invariant) {
+            throw new IllegalStateException("Raft log invariant broken: " + violation);
+        }
+    }
+
     long firstIndex() {
         return snapshotIndex + 1;
     }
@@ -103,7 +113,7 @@ final class RaftLog {
 
     /** Appends entries that follow the last one (a leader's own proposals). */
     void append(LogEntry entry) {
-        assert entry.index() == lastIndex() + 1 : "append " + entry.index() + " after " + lastIndex();
+        check(entry.index() == lastIndex() + 1, "append of entry " + entry.index() + " after " + lastIndex());
         entries.add(entry);
         if (entry.type() == LogEntry.Type.CONFIGURATION) {
             configurations.add(new ConfigurationEntry(entry.index(), ConfigurationCodec.decode(entry.data())));
@@ -142,7 +152,8 @@ final class RaftLog {
 
     /** Drops entries from {@code index} on, and the configurations they carried. */
     void truncateFrom(long index) {
-        assert index > snapshotIndex && index > committed : "truncate at " + index;
+        check(index > snapshotIndex && index > committed, "truncation at " + index + " of a log compacted to " + snapshotIndex
+                + " and committed to " + committed);
         entries.subList((int) (index - snapshotIndex - 1), entries.size()).clear();
         configurations.removeIf(configuration -> configuration.index >= index);
         unpersistedFrom = Math.min(unpersistedFrom, index);
@@ -167,7 +178,7 @@ final class RaftLog {
 
     void commitTo(long index) {
         if (index > committed) {
-            assert index <= lastIndex() : "commit " + index + " beyond last " + lastIndex();
+            check(index <= lastIndex(), "commit of " + index + " beyond the last entry " + lastIndex());
             committed = index;
         }
     }
@@ -208,6 +219,7 @@ final class RaftLog {
 
     /** Replaces the whole log by a snapshot (a follower installing one from its leader). */
     void restore(SnapshotMeta meta) {
+        check(meta.lastIndex() > snapshotIndex, "a snapshot at " + meta.lastIndex() + " installed over one at " + snapshotIndex);
         entries.clear();
         configurations.clear();
         snapshotIndex = meta.lastIndex();
@@ -244,6 +256,16 @@ final class RaftLog {
     /** The latest configuration in the log, committed or not: the one in effect. */
     ClusterConfiguration latestConfiguration() {
         return configurations.isEmpty() ? snapshotConfiguration.configuration : configurations.get(configurations.size() - 1).configuration;
+    }
+
+    /** The index of the newest configuration in the log that holds {@code serverId}; 0 when none does. */
+    long latestConfigurationIndexContaining(String serverId) {
+        for (int i = configurations.size() - 1; i >= 0; i--) {
+            if (configurations.get(i).configuration.contains(serverId)) {
+                return configurations.get(i).index;
+            }
+        }
+        return snapshotConfiguration.configuration.contains(serverId) ? snapshotConfiguration.index : 0;
     }
 
     long latestConfigurationIndex() {

@@ -24,8 +24,12 @@ public record Ready(HardState hardState, List<LogEntry> entriesToPersist, Snapsh
                     List<Message> messages, List<LogEntry> committedEntries, List<ReadState> readStates,
                     List<ProposalOutcome> outcomes, List<CoreEvent> events) {
 
-    /** The term and vote, which must survive a crash. */
-    public record HardState(long term, String votedFor) {
+    /**
+     * The term and vote, which must survive a crash, and the index of the configuration whose removal of this
+     * server it acted on (0 for none): a restart must neither act on that removal again nor forget one it
+     * has not acted on yet.
+     */
+    public record HardState(long term, String votedFor, long removalActedAt) {
     }
 
     public boolean isEmpty() {

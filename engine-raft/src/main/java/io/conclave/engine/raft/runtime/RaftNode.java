@@ -97,6 +97,10 @@ public final class RaftNode {
 
     /** The stable key that marks a server stateless until it is added again ({@link RaftCore#markStateless()}). */
     public static final String STATELESS_KEY = "stateless";
+    /** Stable-store key: the configuration index of the removal this server acted on (8 bytes, big-endian). */
+    public static final String REMOVAL_ACTED_KEY = "removal-acted";
+    /** The removal index last written under {@link #REMOVAL_ACTED_KEY} (read and written on the storage worker). */
+    private volatile long removalActedStored;
 
     private volatile boolean stateless;
 
@@ -167,7 +171,12 @@ public final class RaftNode {
         for (long index = Math.max(from, storage.log().firstIndex()); index <= storage.log().lastIndex(); index++) {
             entries.add(storage.log().get(index));
         }
-        core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), snapshot, entries);
+        byte[] removalActed = storage.stable().get(REMOVAL_ACTED_KEY);
+        if (removalActed != null && removalActed.length != Long.BYTES) {
+            throw new IOException("stable-store key " + REMOVAL_ACTED_KEY + " holds " + removalActed.length + " bytes, not 8");
+        }
+        removalActedStored = removalActed == null ? 0 : java.nio.ByteBuffer.wrap(removalActed).getLong();
+        core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), removalActedStored, snapshot, entries);
         if (storage.stable().get(STATELESS_KEY) != null) {
             core.markStateless();
             stateless = true;
@@ -403,13 +412,7 @@ public final class RaftNode {
     private void pump() {
         while (!stopped && !persisting && core.hasReady()) {
             Ready ready = core.ready();
-            if (ready.hardState() == null) {
-                for (Message message : ready.messages()) {
-                    if (message.sendableBeforePersist()) {
-                        transport.send(message, null);
-                    }
-                }
-            }
+            ReadyCycle.sendBeforePersist(ready, message -> transport.send(message, null));
             if (!ready.mustPersist()) {
                 finish(ready);
                 continue;
@@ -453,6 +456,11 @@ public final class RaftNode {
         }
         if (ready.hardState() != null) {
             storage.stable().setTermAndVote(ready.hardState().term(), ready.hardState().votedFor());
+            long removalActedAt = ready.hardState().removalActedAt();
+            if (removalActedAt != removalActedStored) {
+                storage.stable().put(REMOVAL_ACTED_KEY, java.nio.ByteBuffer.allocate(Long.BYTES).putLong(removalActedAt).array());
+                removalActedStored = removalActedAt;
+            }
         }
         List<LogEntry> entries = ready.entriesToPersist();
         if (!entries.isEmpty()) {
@@ -466,34 +474,47 @@ public final class RaftNode {
     }
 
     private void finish(Ready ready) {
-        if (ready.snapshotToInstall() != null) {
-            byte[] content = receivedSnapshots.remove(ready.snapshotToInstall().id());
+        ReadyCycle.finish(core, ready, steps);
+    }
+
+    /** This node's part of each step of {@link ReadyCycle}, on its context. */
+    private final ReadyCycle.Steps steps = new ReadyCycle.Steps() {
+        @Override
+        public boolean restoreSnapshot(SnapshotMeta meta) {
+            byte[] content = receivedSnapshots.remove(meta.id());
             try {
                 stateMachine.restore(new ByteArrayInputStream(content)); // on the context, like every state-machine call
             } catch (IOException e) {
                 fatal(e);
-                return;
+                return false;
             }
-            applied = ready.snapshotToInstall().lastIndex();
+            applied = meta.lastIndex();
             snapshotIndex = applied;
+            return true;
         }
-        for (Message message : ready.messages()) {
-            if (ready.hardState() != null || !message.sendableBeforePersist()) {
-                send(message);
-            }
+
+        @Override
+        public void send(Message message) {
+            RaftNode.this.send(message);
         }
-        for (CoreEvent event : ready.events()) {
+
+        @Override
+        public void event(CoreEvent event) {
             CoreEventLog.log(id, event);
             listeners.forEach(listener -> listener.accept(event));
         }
-        long applyStarted = System.nanoTime();
-        for (LogEntry entry : ready.committedEntries()) {
-            apply(entry);
-        }
-        if (!ready.committedEntries().isEmpty()) {
+
+        @Override
+        public void apply(List<LogEntry> committed) {
+            long applyStarted = System.nanoTime();
+            for (LogEntry entry : committed) {
+                RaftNode.this.apply(entry);
+            }
             metrics.record(NodeMetrics.APPLY_LATENCY, System.nanoTime() - applyStarted);
         }
-        for (ProposalOutcome outcome : ready.outcomes()) {
+
+        @Override
+        public void outcome(ProposalOutcome outcome) {
             Promise<byte[]> held = heldWrites.remove(outcome.requestId());
             if (held != null) {
                 handleOutcome(outcome, held);
@@ -503,25 +524,34 @@ public final class RaftNode {
                 read.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
             }
         }
-        for (ReadState readState : ready.readStates()) {
+
+        @Override
+        public void readState(ReadState readState) {
             Promise<Long> read = pendingReads.remove(readState.requestId());
             if (read != null) {
                 readsAwaitingApply.add(new Object[] {readState.index(), read});
             }
         }
-        serveReads();
-        core.advance(ready);
-        if (configurationSnapshot != core.configuration()) {
-            configurationSnapshot = core.configuration();
-            configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
+
+        @Override
+        public void serveReads() {
+            RaftNode.this.serveReads();
         }
-        status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
-                lastLeaderContact);
-        if (core.role() != Role.LEADER) {
-            failWritesOfLostLeadership();
+
+        @Override
+        public void advanced() {
+            if (configurationSnapshot != core.configuration()) {
+                configurationSnapshot = core.configuration();
+                configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
+            }
+            status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
+                    lastLeaderContact);
+            if (core.role() != Role.LEADER) {
+                failWritesOfLostLeadership();
+            }
+            maybeSnapshot();
         }
-        maybeSnapshot();
-    }
+    };
 
     private void send(Message message) {
         if (message.type() != MessageType.INSTALL_SNAPSHOT) {
@@ -584,6 +614,7 @@ public final class RaftNode {
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
     private void maybeSnapshot() {
         if (snapshotting || applied - snapshotIndex < options.snapshotThreshold() || core.role() == Role.SHUTDOWN
+                || !core.canSnapshotAt(applied)
                 || (snapshotStarted && System.nanoTime() - lastSnapshotStarted
                         < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
             return;

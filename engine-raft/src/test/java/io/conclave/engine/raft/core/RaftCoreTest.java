@@ -264,4 +264,133 @@ class RaftCoreTest {
         assertTrue(cluster.sentLog.stream().anyMatch(m -> m.from().equals("c") && m.type().isVoteRequest()),
                 "added again, it campaigns like any voter");
     }
+
+    // ---------------------------------------------------------------- rules the mutation table also switches off
+
+    private static final io.conclave.api.raft.ClusterConfiguration ABC = new io.conclave.api.raft.ClusterConfiguration(List.of(
+            new io.conclave.api.raft.Server("a", "a", io.conclave.api.raft.Suffrage.VOTER),
+            new io.conclave.api.raft.Server("b", "b", io.conclave.api.raft.Suffrage.VOTER),
+            new io.conclave.api.raft.Server("c", "c", io.conclave.api.raft.Suffrage.VOTER)));
+
+    /** A follower "b" restored with entries 1..last of {@code term} (the configuration at 1) and that term stored. */
+    private static RaftCore follower(RaftConfig config, long term, int last) {
+        RaftCore b = new RaftCore("b", config, new java.util.Random(1), io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider.POLICY);
+        List<LogEntry> entries = new java.util.ArrayList<>();
+        entries.add(new LogEntry(1, term, LogEntry.Type.CONFIGURATION, ConfigurationCodec.encode(ABC)));
+        for (int index = 2; index <= last; index++) {
+            entries.add(new LogEntry(index, term, LogEntry.Type.COMMAND, DATA));
+        }
+        b.restore(term, null, null, entries);
+        return b;
+    }
+
+    private static void drain(RaftCore core) {
+        while (core.hasReady()) {
+            core.advance(core.ready());
+        }
+    }
+
+    @Test
+    void when_a_follower_receives_a_snapshot_whose_last_entry_it_holds_then_it_keeps_the_entries_after_it() {
+        for (boolean mutated : new boolean[] {false, true}) {
+            RaftConfig config = RaftConfig.defaults().withUnsafeBugs(mutated ? Set.of(RaftConfig.UnsafeBug.SNAPSHOT_DISCARDS_MATCHING_SUFFIX) : Set.of());
+            RaftCore b = follower(config, 2, 10);
+            drain(b);
+            io.conclave.api.storage.SnapshotMeta meta = new io.conclave.api.storage.SnapshotMeta("a-5", 5, 2, ABC, 1, 10, 0);
+            b.step(Message.of(MessageType.INSTALL_SNAPSHOT, "a", "b", 2).withSnapshot(meta));
+            Ready ready = b.ready();
+            if (mutated) {
+                assertEquals(5, b.lastIndex(), "the mutation drops entries 6..10, which the leader may count as replicated here");
+            } else {
+                assertEquals(10, b.lastIndex(), "thesis 5.3: a log that matches the snapshot's last entry keeps what follows");
+                assertNull(ready.snapshotToInstall(), "nothing to install: the log already holds it");
+            }
+        }
+    }
+
+    @Test
+    void when_a_follower_votes_in_a_term_it_already_holds_then_the_vote_is_persisted_before_it_is_sent() {
+        for (boolean mutated : new boolean[] {false, true}) {
+            RaftConfig config = RaftConfig.defaults().withUnsafeBugs(mutated ? Set.of(RaftConfig.UnsafeBug.VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED) : Set.of());
+            RaftCore b = follower(config, 3, 4);
+            drain(b);
+            b.step(Message.of(MessageType.VOTE, "c", "b", 3).withLog(4, 3));
+            Ready ready = b.ready();
+            assertTrue(ready.messages().stream().anyMatch(m -> m.type() == MessageType.VOTE_RESPONSE && !m.reject()), "granted");
+            if (mutated) {
+                assertNull(ready.hardState(), "the mutation sends the vote without persisting it: a crash forgets it");
+            } else {
+                assertEquals("c", ready.hardState().votedFor(), "the vote travels with a hard state to persist first");
+            }
+        }
+    }
+
+    @Test
+    void when_a_snapshot_older_than_the_commit_arrives_then_it_is_acknowledged_not_installed_and_going_back_is_an_invariant() {
+        for (boolean mutated : new boolean[] {false, true}) {
+            RaftConfig config = RaftConfig.defaults().withUnsafeBugs(mutated ? Set.of(RaftConfig.UnsafeBug.SNAPSHOT_GOES_BACKWARD) : Set.of());
+            RaftCore b = follower(config, 2, 10);
+            drain(b);
+            b.step(Message.of(MessageType.HEARTBEAT, "a", "b", 2).withCommit(10).withLog(10, 0));
+            drain(b);
+            b.snapshotTaken(new io.conclave.api.storage.SnapshotMeta("b-10", 10, 2, ABC, 1, 10, 0), 10); // compacted to 10
+            io.conclave.api.storage.SnapshotMeta old = new io.conclave.api.storage.SnapshotMeta("a-5", 5, 2, ABC, 1, 10, 0);
+            if (mutated) {
+                IllegalStateException broken = assertThrows(IllegalStateException.class,
+                        () -> b.step(Message.of(MessageType.INSTALL_SNAPSHOT, "a", "b", 2).withSnapshot(old)));
+                assertTrue(broken.getMessage().contains("invariant"), broken.getMessage());
+            } else {
+                b.step(Message.of(MessageType.INSTALL_SNAPSHOT, "a", "b", 2).withSnapshot(old));
+                Ready ready = b.ready();
+                assertNull(ready.snapshotToInstall());
+                assertEquals(10, b.lastIndex(), "nothing went back");
+            }
+        }
+    }
+
+    @Test
+    void when_every_voter_failed_a_transfer_once_then_an_operators_next_transfer_is_still_tried() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 5, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (String target : List.of("b", "c")) {
+            assertTrue(a.transferLeadership(target), "transfer to " + target + " started");
+            for (int tick = 0; tick < RaftConfig.DEFAULT_ELECTION_TIMEOUT_MIN_TICKS; tick++) {
+                cluster.tick("a", 1);
+                cluster.deliverAll(m -> m.to().equals(target) || m.from().equals(target)); // it fails: the target is cut off
+            }
+            assertNull(a.transferTarget(), "aborted");
+            assertEquals(Role.LEADER, a.role());
+        }
+        assertTrue(a.transferLeadership(null), "the set of tried targets belongs to a leave, not to the rest of the term");
+    }
+
+    @Test
+    void when_a_transfer_aborts_then_the_held_proposals_still_respect_the_uncommitted_limit() {
+        RaftConfig config = new RaftConfig(10, 20, 1, true, true, 512, 1L << 20, 64, 3, 100, 100, 40, Set.of());
+        CoreHarness cluster = new CoreHarness(config, 6, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        cluster.inFlight.clear();
+        assertTrue(a.transferLeadership("b")); // nothing is delivered from here on: nothing commits
+        for (int i = 0; i < 10; i++) {
+            assertInstanceOf(ProposalOutcome.Held.class, a.propose(100 + i, DATA));
+        }
+        cluster.tick("a", RaftConfig.DEFAULT_ELECTION_TIMEOUT_MIN_TICKS); // the transfer aborts; nothing commits
+        long uncommitted = a.lastIndex() - a.commitIndex();
+        assertTrue(uncommitted <= 3, "at most maxUncommittedEntries wait for commit: " + uncommitted);
+        assertTrue(cluster.outcomes.stream().anyMatch(o -> o instanceof ProposalOutcome.Refused refused
+                && refused.reason() == ProposalOutcome.Reason.OVERLOADED), "the rest are refused as overloaded");
+    }
+
+    @Test
+    void when_check_quorum_is_off_then_a_follower_grants_a_vote_even_within_the_leaders_lease() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults().withCheckQuorum(false), 7, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore b = cluster.core("b");
+        long term = b.term();
+        b.step(Message.of(MessageType.VOTE, "c", "b", term + 1).withLog(b.lastIndex(), b.lastTerm()));
+        cluster.processAll();
+        assertEquals("c", b.votedFor(), "without check-quorum a cut-off leader never steps down, so its lease proves nothing");
+    }
 }

@@ -17,18 +17,18 @@ import io.conclave.plugin.autopilot.LegacyRemovalPolicyProvider;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 
 /**
  * The leave stories of DESIGN.md and the issues Consul and hashicorp/raft met, each in the seeded
- * simulator, 5 servers unless stated. {@code -Dsim.seed=S} replays a test with another seed.
+ * simulator, 5 servers unless stated, each over many seeds ({@link ScenarioSeeds}).
  */
 class LeaveScenariosTest {
 
-    private static final long SEED = Long.getLong("sim.seed", 42L);
     private static final long QUIET_MILLIS = 30_000;
 
-    private static Simulation.Builder cluster(String test) {
-        return Simulation.builder(SEED, "LeaveScenariosTest#" + test);
+    private static Simulation.Builder cluster(TestInfo info, long seed) {
+        return Simulation.builder(seed, ScenarioSeeds.testId(info));
     }
 
     private static SimNode aFollower(Simulation sim) {
@@ -49,137 +49,149 @@ class LeaveScenariosTest {
     }
 
     @Test
-    void when_a_follower_leaves_then_no_term_changes_and_it_never_requests_a_vote() {
-        Simulation sim = cluster("follower").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(3, 3);
-        sim.runFor(2_000);
-        SimNode follower = aFollower(sim);
-        long term = sim.maxTerm();
-        sim.watchVoteRequests(follower);
-        int eventsBefore = follower.eventLog.size();
+    void when_a_follower_leaves_then_no_term_changes_and_it_never_requests_a_vote(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(3, 3);
+            sim.runFor(2_000);
+            SimNode follower = aFollower(sim);
+            long term = sim.maxTerm();
+            sim.watchVoteRequests(follower);
+            int eventsBefore = follower.eventLog.size();
 
-        follower.core.leave();
-        assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000), "autopilot removes the leaving follower");
-        sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 5_000);
-        sim.runFor(QUIET_MILLIS);
+            follower.core.leave();
+            assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000), "autopilot removes the leaving follower");
+            sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 5_000);
+            sim.runFor(QUIET_MILLIS);
 
-        assertEquals(Role.SHUTDOWN, follower.core.role(), "shutdown-on-remove stopped its Raft machinery");
-        assertEquals(0, sim.voteRequestsSince(follower), "the removed server sent no vote or pre-vote request");
-        assertFalse(campaigned(follower, eventsBefore));
-        assertEquals(term, sim.maxTerm(), "no term change at all");
-        assertEquals(leader, sim.leader(), "the leader never changed");
-        assertNull(leader.core.followerState(follower.id), "the leader stopped heart-beating it once it acknowledged");
-        stopClientsAndCheck(sim);
+            assertEquals(Role.SHUTDOWN, follower.core.role(), "shutdown-on-remove stopped its Raft machinery");
+            assertEquals(0, sim.voteRequestsSince(follower), "the removed server sent no vote or pre-vote request");
+            assertFalse(campaigned(follower, eventsBefore));
+            assertEquals(term, sim.maxTerm(), "no term change at all");
+            assertEquals(leader, sim.leader(), "the leader never changed");
+            assertNull(leader.core.followerState(follower.id), "the leader stopped heart-beating it once it acknowledged");
+            stopClientsAndCheck(sim);
+        });
     }
 
     @Test
-    void when_the_leader_leaves_then_it_hands_over_and_the_term_rises_by_exactly_one() {
-        Simulation sim = cluster("leader").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(3, 3);
-        sim.runFor(2_000);
-        long term = sim.maxTerm();
-        sim.watchVoteRequests(leader);
-        int eventsBefore = leader.eventLog.size();
+    void when_the_leader_leaves_then_it_hands_over_and_the_term_rises_by_exactly_one(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(3, 3);
+            sim.runFor(2_000);
+            long term = sim.maxTerm();
+            sim.watchVoteRequests(leader);
+            int eventsBefore = leader.eventLog.size();
 
-        leader.core.leave();
-        assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 5_000), "leadership handed over");
-        SimNode successor = sim.leader();
-        assertTrue(sim.change(ConfigChange.remove(leader.id), 5_000), "the new leader's autopilot removes the old one");
-        sim.runUntil(() -> leader.core.role() == Role.SHUTDOWN, 5_000);
-        sim.runFor(QUIET_MILLIS);
+            leader.core.leave();
+            assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 5_000), "leadership handed over");
+            SimNode successor = sim.leader();
+            assertTrue(sim.change(ConfigChange.remove(leader.id), 5_000), "the new leader's autopilot removes the old one");
+            sim.runUntil(() -> leader.core.role() == Role.SHUTDOWN, 5_000);
+            sim.runFor(QUIET_MILLIS);
 
-        assertEquals(term + 1, sim.maxTerm(), "the term rose by exactly one");
-        assertEquals(successor, sim.leader());
-        assertEquals(Role.SHUTDOWN, leader.core.role());
-        assertEquals(0, sim.voteRequestsSince(leader), "the old leader never became a candidate");
-        assertFalse(campaigned(leader, eventsBefore));
-        assertTrue(leader.eventLog.stream().anyMatch(e -> e instanceof CoreEvent.TransferStarted));
-        stopClientsAndCheck(sim); // no acknowledged write lost
+            assertEquals(term + 1, sim.maxTerm(), "the term rose by exactly one");
+            assertEquals(successor, sim.leader());
+            assertEquals(Role.SHUTDOWN, leader.core.role());
+            assertEquals(0, sim.voteRequestsSince(leader), "the old leader never became a candidate");
+            assertFalse(campaigned(leader, eventsBefore));
+            assertTrue(leader.eventLog.stream().anyMatch(e -> e instanceof CoreEvent.TransferStarted));
+            stopClientsAndCheck(sim); // no acknowledged write lost
+        });
     }
 
     @Test
-    void when_legacy_policy_removes_a_server_then_it_stays_up_but_causes_no_term_change() {
-        Simulation sim = cluster("legacy").policy(LegacyRemovalPolicyProvider.POLICY).build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.runFor(1_000);
-        SimNode follower = aFollower(sim);
-        long term = sim.maxTerm();
-        sim.watchVoteRequests(follower);
+    void when_legacy_policy_removes_a_server_then_it_stays_up_but_causes_no_term_change(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).policy(LegacyRemovalPolicyProvider.POLICY).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            SimNode follower = aFollower(sim);
+            long term = sim.maxTerm();
+            sim.watchVoteRequests(follower);
 
-        assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000));
-        sim.runFor(QUIET_MILLIS);
+            assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000));
+            sim.runFor(QUIET_MILLIS);
 
-        assertEquals(Role.FOLLOWER, follower.core.role(), "legacy: it stays up as a non-member follower");
-        assertTrue(follower.eventLog.stream().anyMatch(e -> e instanceof CoreEvent.Removed removed
-                && removed.action() == RemovalAction.STAY_AS_NON_MEMBER));
-        assertEquals(0, sim.voteRequestsSince(follower), "a non-voter never becomes a candidate");
-        assertEquals(term, sim.maxTerm(), "no term change");
-        assertEquals(leader, sim.leader());
-        for (SimNode node : sim.nodes()) {
-            if (node != follower) {
-                assertNotEquals(follower.id, node.core.votedFor(), node.id + " granted it no vote");
+            assertEquals(Role.FOLLOWER, follower.core.role(), "legacy: it stays up as a non-member follower");
+            assertTrue(follower.eventLog.stream().anyMatch(e -> e instanceof CoreEvent.Removed removed
+                    && removed.action() == RemovalAction.STAY_AS_NON_MEMBER));
+            assertEquals(0, sim.voteRequestsSince(follower), "a non-voter never becomes a candidate");
+            assertEquals(term, sim.maxTerm(), "no term change");
+            assertEquals(leader, sim.leader());
+            for (SimNode node : sim.nodes()) {
+                if (node != follower) {
+                    assertNotEquals(follower.id, node.core.votedFor(), node.id + " granted it no vote");
+                }
             }
-        }
+        });
     }
 
     @Test
-    void when_a_single_server_runs_with_auto_policy_then_it_serves_and_elects_itself_after_restart() {
-        Simulation sim = cluster("single").servers(1).policy(AutoRemovalPolicy.INSTANCE).build();
-        SimNode only = sim.awaitLeader(5_000);
-        sim.startClients(2, 3);
-        sim.runFor(3_000);
-        sim.stopClients();
-        sim.runFor(SimClient.ATTEMPT_TIMEOUT_MILLIS + 500);
-        assertTrue(sim.acknowledgedOperations() > 100, "it served " + sim.acknowledgedOperations());
-        long applied = only.applied();
+    void when_a_single_server_runs_with_auto_policy_then_it_serves_and_elects_itself_after_restart(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).servers(1).policy(AutoRemovalPolicy.INSTANCE).build();
+            SimNode only = sim.awaitLeader(5_000);
+            sim.startClients(2, 3);
+            sim.runFor(3_000);
+            sim.stopClients();
+            sim.runFor(SimClient.ATTEMPT_TIMEOUT_MILLIS + 500);
+            assertTrue(sim.acknowledgedOperations() > 100, "it served " + sim.acknowledgedOperations());
+            long applied = only.applied();
 
-        sim.crash(only);
-        sim.restart(only);
-        SimNode again = sim.awaitLeader(5_000);
-        assertEquals(only, again, "restarted from its storage, it elects itself");
-        sim.runUntil(() -> only.applied() >= applied, 2_000);
-        assertTrue(only.applied() >= applied, "it re-applied its log");
-        sim.readEveryKeyOnLeader();
-        sim.checkLinearizable();
+            sim.crash(only);
+            sim.restart(only);
+            SimNode again = sim.awaitLeader(5_000);
+            assertEquals(only, again, "restarted from its storage, it elects itself");
+            sim.runUntil(() -> only.applied() >= applied, 2_000);
+            assertTrue(only.applied() >= applied, "it re-applied its log");
+            sim.readEveryKeyOnLeader();
+            sim.checkLinearizable();
+        });
     }
 
     @Test
-    void when_a_cluster_started_alone_and_grew_then_auto_policy_shuts_the_removed_first_server_down() {
-        Simulation sim = cluster("grew").servers(1).policy(AutoRemovalPolicy.INSTANCE).build();
-        SimNode first = sim.awaitLeader(5_000);
-        for (int i = 0; i < 2; i++) {
-            assertTrue(sim.addAndPromote(sim.addNode(), 10_000));
-        }
-        assertEquals(3, first.core.configuration().voterCount());
-        first.core.leave();
-        assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != first, 5_000));
-        assertTrue(sim.change(ConfigChange.remove(first.id), 5_000));
-        assertTrue(sim.runUntil(() -> first.core.role() == Role.SHUTDOWN, 5_000),
-                "auto: the removed server was not the only voter, so it shuts down");
+    void when_a_cluster_started_alone_and_grew_then_auto_policy_shuts_the_removed_first_server_down(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).servers(1).policy(AutoRemovalPolicy.INSTANCE).build();
+            SimNode first = sim.awaitLeader(5_000);
+            for (int i = 0; i < 2; i++) {
+                assertTrue(sim.addAndPromote(sim.addNode(), 10_000));
+            }
+            assertEquals(3, first.core.configuration().voterCount());
+            first.core.leave();
+            assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != first, 5_000));
+            assertTrue(sim.change(ConfigChange.remove(first.id), 5_000));
+            assertTrue(sim.runUntil(() -> first.core.role() == Role.SHUTDOWN, 5_000),
+                    "auto: the removed server was not the only voter, so it shuts down");
+        });
     }
 
     @Test
-    void when_a_removed_server_never_hears_of_its_removal_then_its_prevotes_are_refused_and_the_term_holds() {
-        Simulation sim = cluster("unaware").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.runFor(1_000);
-        SimNode follower = aFollower(sim);
-        long term = sim.maxTerm();
-        sim.isolate(follower);
-        assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000), "the four others commit the removal");
-        sim.runFor(5_000); // it times out alone and pre-votes into the void
-        sim.heal();
-        long refusedBefore = refusedPreVotes(sim, follower);
-        sim.runFor(QUIET_MILLIS);
+    void when_a_removed_server_never_hears_of_its_removal_then_its_prevotes_are_refused_and_the_term_holds(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            SimNode follower = aFollower(sim);
+            long term = sim.maxTerm();
+            sim.isolate(follower);
+            assertTrue(sim.change(ConfigChange.remove(follower.id), 5_000), "the four others commit the removal");
+            sim.runFor(5_000); // it times out alone and pre-votes into the void
+            sim.heal();
+            long refusedBefore = refusedPreVotes(sim, follower);
+            sim.runFor(QUIET_MILLIS);
 
-        assertTrue(follower.sentCount(io.conclave.engine.raft.core.MessageType.PRE_VOTE) > 0, "it kept pre-voting");
-        assertEquals(0, follower.sentCount(io.conclave.engine.raft.core.MessageType.VOTE), "pre-vote never let it raise its term");
-        assertTrue(refusedPreVotes(sim, follower) > refusedBefore, "the others refused its pre-votes");
-        assertEquals(term, sim.maxTerm(), "the cluster's term did not move");
-        assertEquals(term, follower.core.term());
-        assertEquals(leader, sim.leader());
+            assertTrue(follower.sentCount(io.conclave.engine.raft.core.MessageType.PRE_VOTE) > 0, "it kept pre-voting");
+            assertEquals(0, follower.sentCount(io.conclave.engine.raft.core.MessageType.VOTE), "pre-vote never let it raise its term");
+            assertTrue(refusedPreVotes(sim, follower) > refusedBefore, "the others refused its pre-votes");
+            assertEquals(term, sim.maxTerm(), "the cluster's term did not move");
+            assertEquals(term, follower.core.term());
+            assertEquals(leader, sim.leader());
+        });
     }
 
     private static long refusedPreVotes(Simulation sim, SimNode candidate) {
@@ -193,120 +205,179 @@ class LeaveScenariosTest {
     }
 
     @Test
-    void when_a_server_restarts_with_a_stale_log_then_it_does_not_depose_the_leader() {
-        Simulation sim = cluster("stale").snapshots(100, 20).build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(3, 3);
-        sim.runFor(1_000);
-        SimNode follower = aFollower(sim);
-        long term = sim.maxTerm();
-        sim.crash(follower);
-        sim.runFor(20_000); // the others write and compact past its log
-        assertTrue(leader.core.firstIndex() > follower.disk.lastIndex(), "its log is behind the compaction point");
-        sim.restart(follower);
-        assertTrue(sim.runUntil(() -> follower.applied() >= leader.core.commitIndex() - 5, 10_000),
-                () -> "it caught up from a snapshot: " + sim.nodes() + " follower applied " + follower.applied());
-        sim.runFor(10_000);
-
-        assertEquals(leader, sim.leader(), "Consul #1674: the leader was not deposed");
-        assertEquals(term, sim.maxTerm());
-        stopClientsAndCheck(sim);
-    }
-
-    @Test
-    void when_a_server_leaves_and_rejoins_100_times_then_leadership_is_never_lost() {
-        Simulation sim = cluster("cycles").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(2, 3);
-        long term = sim.maxTerm();
-        int leadershipLosses = 0;
-        for (int cycle = 0; cycle < 100; cycle++) {
+    void when_a_server_restarts_with_a_stale_log_then_it_does_not_depose_the_leader(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).snapshots(100, 20).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(3, 3);
+            sim.runFor(1_000);
             SimNode follower = aFollower(sim);
-            follower.core.leave();
-            assertTrue(sim.change(ConfigChange.remove(follower.id), 10_000), "cycle " + cycle + ": removed");
-            assertTrue(sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 5_000), "cycle " + cycle + ": shut down");
+            long term = sim.maxTerm();
             sim.crash(follower);
-            sim.restart(follower); // the same server, with its data, joins again
-            assertTrue(sim.addAndPromote(follower, 20_000), () -> "rejoined as a voter: " + sim.nodes() + " "
-                    + sim.leader().core.configuration());
-            if (sim.leader() != leader) {
-                leadershipLosses++;
-                leader = sim.awaitLeader(10_000);
+            sim.runFor(20_000); // the others write and compact past its log
+            assertTrue(leader.core.firstIndex() > follower.disk.lastIndex(), "its log is behind the compaction point");
+            sim.restart(follower);
+            assertTrue(sim.runUntil(() -> follower.applied() >= leader.core.commitIndex() - 5, 10_000),
+                    () -> "it caught up from a snapshot: " + sim.nodes() + " follower applied " + follower.applied());
+            sim.runFor(10_000);
+
+            assertEquals(leader, sim.leader(), "Consul #1674: the leader was not deposed");
+            assertEquals(term, sim.maxTerm());
+            stopClientsAndCheck(sim);
+        });
+    }
+
+    @Test
+    void when_a_server_leaves_and_rejoins_100_times_then_leadership_is_never_lost(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(2, 3);
+            long term = sim.maxTerm();
+            int leadershipLosses = 0;
+            for (int cycle = 0; cycle < 100; cycle++) {
+                SimNode follower = aFollower(sim);
+                follower.core.leave();
+                assertTrue(sim.change(ConfigChange.remove(follower.id), 10_000), "cycle " + cycle + ": removed");
+                assertTrue(sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 5_000), "cycle " + cycle + ": "
+                        + follower.id + " shut down: " + sim.nodes());
+                sim.crash(follower);
+                sim.restart(follower); // the same server, with its data, joins again
+                assertTrue(sim.addAndPromote(follower, 20_000), () -> "rejoined as a voter: " + sim.nodes() + " "
+                        + sim.leader().core.configuration());
+                if (sim.leader() != leader) {
+                    leadershipLosses++;
+                    leader = sim.awaitLeader(10_000);
+                }
             }
-        }
-        assertEquals(0, leadershipLosses, "Consul #6113 lost leadership in 20% of rejoins");
-        assertEquals(term, sim.maxTerm());
-        assertEquals(5, leader.core.configuration().voterCount());
-        stopClientsAndCheck(sim);
+            assertEquals(0, leadershipLosses, "Consul #6113 lost leadership in 20% of rejoins");
+            assertEquals(term, sim.maxTerm());
+            assertEquals(5, leader.core.configuration().voterCount());
+            stopClientsAndCheck(sim);
+        });
     }
 
     @Test
-    void when_the_leader_is_demoted_to_non_voter_then_it_steps_down_and_one_leader_remains() {
-        Simulation sim = cluster("demoted").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(2, 3);
-        sim.runFor(1_000);
-        long term = sim.maxTerm();
-        ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.addNonVoter(leader.id, "sim:" + leader.id));
-        leader.pump();
-        assertTrue(outcome instanceof ProposalOutcome.Appended, outcome.toString());
-        assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 5_000), "another server leads");
-        SimNode successor = sim.leader();
-        sim.runFor(QUIET_MILLIS);
+    void when_the_leader_is_demoted_to_non_voter_then_it_steps_down_and_one_leader_remains(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(2, 3);
+            sim.runFor(1_000);
+            long term = sim.maxTerm();
+            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.addNonVoter(leader.id, "sim:" + leader.id));
+            leader.pump();
+            assertTrue(outcome instanceof ProposalOutcome.Appended, outcome.toString());
+            assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 5_000), "another server leads");
+            SimNode successor = sim.leader();
+            sim.runFor(QUIET_MILLIS);
 
-        assertEquals(successor, sim.leader(), "the cluster settled on one leader (hashicorp/raft #524)");
-        assertEquals(term + 1, sim.maxTerm(), "one hand-over, no second election");
-        assertEquals(Role.FOLLOWER, leader.core.role());
-        assertFalse(successor.core.configuration().isVoter(leader.id));
-        stopClientsAndCheck(sim);
+            assertEquals(successor, sim.leader(), "the cluster settled on one leader (hashicorp/raft #524)");
+            assertEquals(term + 1, sim.maxTerm(), "one hand-over, no second election");
+            assertEquals(Role.FOLLOWER, leader.core.role());
+            assertFalse(successor.core.configuration().isVoter(leader.id));
+            stopClientsAndCheck(sim);
+        });
     }
 
     @Test
-    void when_the_leader_is_cut_off_from_the_majority_then_it_steps_down_and_the_majority_elects() {
-        Simulation sim = cluster("checkquorum").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.runFor(1_000);
-        List<SimNode> minority = new ArrayList<>(List.of(leader, aFollower(sim)));
-        sim.partition(minority);
-        long cutAt = sim.now();
-        assertTrue(sim.runUntil(() -> leader.core.role() != Role.LEADER, 10_000));
-        long stepDownMillis = sim.now() - cutAt;
-        long electionTimeoutMillis = (long) sim.raftConfig.electionTimeoutMinTicks() * Simulation.TICK_MILLIS;
-        assertTrue(stepDownMillis <= 2 * electionTimeoutMillis + Simulation.TICK_MILLIS,
-                "stepped down after " + stepDownMillis + " ms; allowed 2 election timeouts");
-        assertTrue(sim.runUntil(() -> sim.leader() != null && !minority.contains(sim.leader()), 10_000));
-        sim.heal();
-        sim.runFor(5_000);
-        assertFalse(minority.contains(sim.leader()));
+    void when_the_leader_is_cut_off_from_the_majority_then_it_steps_down_and_the_majority_elects(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            List<SimNode> minority = new ArrayList<>(List.of(leader, aFollower(sim)));
+            sim.partition(minority);
+            long cutAt = sim.now();
+            assertTrue(sim.runUntil(() -> leader.core.role() != Role.LEADER, 10_000));
+            long stepDownMillis = sim.now() - cutAt;
+            long electionTimeoutMillis = (long) sim.raftConfig.electionTimeoutMinTicks() * Simulation.TICK_MILLIS;
+            assertTrue(stepDownMillis <= 2 * electionTimeoutMillis + Simulation.TICK_MILLIS,
+                    "stepped down after " + stepDownMillis + " ms; allowed 2 election timeouts");
+            assertTrue(sim.runUntil(() -> sim.leader() != null && !minority.contains(sim.leader()), 10_000));
+            sim.heal();
+            sim.runFor(5_000);
+            assertFalse(minority.contains(sim.leader()));
+        });
     }
 
     @Test
-    void when_a_removal_is_appended_but_never_committed_then_it_is_truncated_and_the_server_still_votes() {
-        Simulation sim = cluster("uncommitted").build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.runFor(1_000);
-        SimNode follower = aFollower(sim);
-        sim.partition(List.of(leader, follower));
-        ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
-        leader.pump();
-        assertTrue(outcome instanceof ProposalOutcome.Appended, outcome.toString());
-        assertTrue(sim.runUntil(() -> !follower.core.configuration().contains(follower.id), 2_000),
-                "the follower appended its removal (and so stopped campaigning)");
-        sim.crash(leader); // dies before the removal commits
-        sim.heal();
-        assertTrue(sim.runUntil(() -> sim.leader() != null, 10_000));
-        assertTrue(sim.runUntil(() -> follower.core.configuration().isVoter(follower.id), 5_000),
-                "the uncommitted removal was truncated: it is a voter again");
-        sim.restart(leader);
-        sim.runFor(3_000);
-        assertNotEquals(Role.SHUTDOWN, follower.core.role());
-        assertTrue(follower.eventLog.stream().noneMatch(e -> e instanceof CoreEvent.Removed));
-        SimNode current = sim.leader();
-        assertNotNull(current);
-        if (current != follower) {
-            assertTrue(current.core.transferLeadership(follower.id));
-            current.pump();
-            assertTrue(sim.runUntil(() -> follower.isLeader(), 5_000), "it is a working voter: it can even lead");
-        }
+    void when_a_removal_is_appended_but_never_committed_then_it_is_truncated_and_the_server_still_votes(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            SimNode follower = aFollower(sim);
+            sim.partition(List.of(leader, follower));
+            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
+            leader.pump();
+            assertTrue(outcome instanceof ProposalOutcome.Appended, outcome.toString());
+            assertTrue(sim.runUntil(() -> !follower.core.configuration().contains(follower.id), 2_000),
+                    "the follower appended its removal (and so stopped campaigning)");
+            sim.crash(leader); // dies before the removal commits
+            sim.heal();
+            assertTrue(sim.runUntil(() -> sim.leader() != null, 10_000));
+            assertTrue(sim.runUntil(() -> follower.core.configuration().isVoter(follower.id), 5_000),
+                    "the uncommitted removal was truncated: it is a voter again");
+            sim.restart(leader);
+            sim.runFor(3_000);
+            assertNotEquals(Role.SHUTDOWN, follower.core.role());
+            assertTrue(follower.eventLog.stream().noneMatch(e -> e instanceof CoreEvent.Removed));
+            SimNode current = sim.leader();
+            assertNotNull(current);
+            if (current != follower) {
+                assertTrue(current.core.transferLeadership(follower.id));
+                current.pump();
+                assertTrue(sim.runUntil(() -> follower.isLeader(), 5_000), "it is a working voter: it can even lead");
+            }
+        });
+    }
+
+    @Test
+    void when_a_removed_server_restarts_before_it_learns_the_commit_then_it_still_applies_the_policy(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            SimNode follower = aFollower(sim);
+            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
+            leader.pump();
+            long index = ((ProposalOutcome.Appended) outcome).index();
+            assertTrue(sim.runUntil(() -> follower.disk.lastIndex() >= index, 2_000), "its removal is on its disk");
+            sim.isolate(follower); // before it hears that the removal committed
+            assertTrue(sim.runUntil(() -> leader.core.commitIndex() >= index, 5_000), "the others commit the removal");
+            assertTrue(follower.core.commitIndex() < index, "it has not learnt the commit");
+            sim.crash(follower);
+            sim.restart(follower);
+            sim.heal();
+            assertTrue(sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 10_000),
+                    () -> "restarted with its uncommitted removal in its log, it applies the policy once it commits: " + sim.nodes());
+            assertEquals(1, follower.eventLog.stream().filter(e -> e instanceof CoreEvent.Removed).count());
+        });
+    }
+
+    @Test
+    void when_a_removed_server_missed_the_commit_and_the_leader_changed_then_the_new_leader_tells_it(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            SimNode follower = aFollower(sim);
+            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
+            leader.pump();
+            long index = ((ProposalOutcome.Appended) outcome).index();
+            assertTrue(sim.runUntil(() -> follower.core.lastIndex() >= index, 2_000), "it appended its removal");
+            sim.isolate(follower);
+            assertTrue(sim.runUntil(() -> sim.nodes().stream().filter(n -> n != follower)
+                    .allMatch(n -> n.core.commitIndex() >= index), 5_000), "every other server knows the removal committed");
+            sim.crash(leader); // the leader that would have told it is gone
+            assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 10_000), "a new leader");
+            sim.heal();
+            assertTrue(sim.runUntil(() -> follower.core.role() == Role.SHUTDOWN, 10_000),
+                    () -> "the new leader heart-beats the server its latest configuration removed: " + sim.nodes());
+            sim.restart(leader);
+            sim.runFor(5_000);
+            assertTrue(sim.leader().core.followerState(follower.id) == null, "and stops once it acknowledged");
+        });
     }
 }

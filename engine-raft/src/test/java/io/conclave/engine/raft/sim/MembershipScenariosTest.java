@@ -12,19 +12,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 
 /** Membership changes in the simulator: catching up as a non-voter, promotion, and what voters accept. */
+/** Each scenario runs over many seeds ({@link ScenarioSeeds}). */
 class MembershipScenariosTest {
-
-    private static final long SEED = Long.getLong("sim.seed", 7L);
 
     /**
      * Five voters a..d plus n, promoted while c and d are cut off: the promotion commits on a, b and n.
      * Then a and b die. Only n can win (c and d hold an older configuration in which n does not vote), and
      * it needs both their votes. Returns whether a leader was elected.
      */
-    private static boolean promotionCommittedWithoutTwoVoters(Set<RaftConfig.UnsafeBug> bugs) {
-        Simulation sim = Simulation.builder(SEED, "MembershipScenariosTest").servers(4)
+    private static boolean promotionCommittedWithoutTwoVoters(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(4)
                 .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
         SimNode leader = sim.awaitLeader(10_000);
         SimNode n = sim.addNode();
@@ -51,38 +51,44 @@ class MembershipScenariosTest {
     }
 
     @Test
-    void when_a_promotion_committed_without_some_voters_then_they_still_elect_the_newer_candidate() {
-        assertTrue(promotionCommittedWithoutTwoVoters(Set.of()),
-                "c and d grant n their votes: its log is more up to date, so it may know a newer configuration");
+    void when_a_promotion_committed_without_some_voters_then_they_still_elect_the_newer_candidate(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            assertTrue(promotionCommittedWithoutTwoVoters(seed, ScenarioSeeds.testId(info), Set.of()),
+                    "c and d grant n their votes: its log is more up to date, so it may know a newer configuration");
+        });
     }
 
     @Test
-    void when_voters_refuse_every_non_voter_then_the_same_cluster_stalls_forever() {
-        assertFalse(promotionCommittedWithoutTwoVoters(Set.of(RaftConfig.UnsafeBug.REFUSE_NON_VOTER_EVEN_IF_NEWER)),
-                "without the exception no leader can ever be elected: why the rule has it");
+    void when_voters_refuse_every_non_voter_then_the_same_cluster_stalls_forever(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            assertFalse(promotionCommittedWithoutTwoVoters(seed, ScenarioSeeds.testId(info), Set.of(RaftConfig.UnsafeBug.REFUSE_NON_VOTER_EVEN_IF_NEWER)),
+                    "without the exception no leader can ever be elected: why the rule has it");
+        });
     }
 
     @Test
-    void when_a_new_server_joins_then_it_catches_up_as_non_voter_and_never_campaigns_before_promotion() {
-        Simulation sim = Simulation.builder(SEED, "MembershipScenariosTest").snapshots(100, 10).build();
-        SimNode leader = sim.awaitLeader(10_000);
-        sim.startClients(2, 3);
-        sim.runFor(5_000);
-        long term = sim.maxTerm();
-        SimNode fresh = sim.addNode();
-        sim.watchVoteRequests(fresh);
-        sim.runFor(5_000); // not yet in any configuration: it must stay quiet
-        assertEquals(0, sim.voteRequestsSince(fresh));
-        assertTrue(sim.change(ConfigChange.addNonVoter(fresh.id, "sim:" + fresh.id), 5_000));
-        assertTrue(sim.runUntil(() -> fresh.applied() >= leader.core.commitIndex() - 5, 10_000), "caught up, from a snapshot");
-        assertEquals(0, sim.voteRequestsSince(fresh), "a non-voter never campaigns");
-        assertTrue(sim.change(ConfigChange.addVoter(fresh.id, "sim:" + fresh.id), 5_000));
-        assertEquals(6, leader.core.configuration().voterCount());
-        assertEquals(term, sim.maxTerm());
-        assertNotNull(sim.leader());
-        sim.stopClients();
-        sim.runFor(SimClient.ATTEMPT_TIMEOUT_MILLIS + 500);
-        sim.readEveryKeyOnLeader();
-        sim.checkLinearizable();
+    void when_a_new_server_joins_then_it_catches_up_as_non_voter_and_never_campaigns_before_promotion(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = Simulation.builder(seed, ScenarioSeeds.testId(info)).snapshots(100, 10).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.startClients(2, 3);
+            sim.runFor(5_000);
+            long term = sim.maxTerm();
+            SimNode fresh = sim.addNode();
+            sim.watchVoteRequests(fresh);
+            sim.runFor(5_000); // not yet in any configuration: it must stay quiet
+            assertEquals(0, sim.voteRequestsSince(fresh));
+            assertTrue(sim.change(ConfigChange.addNonVoter(fresh.id, "sim:" + fresh.id), 5_000));
+            assertTrue(sim.runUntil(() -> fresh.applied() >= leader.core.commitIndex() - 5, 10_000), "caught up, from a snapshot");
+            assertEquals(0, sim.voteRequestsSince(fresh), "a non-voter never campaigns");
+            assertTrue(sim.change(ConfigChange.addVoter(fresh.id, "sim:" + fresh.id), 5_000));
+            assertEquals(6, leader.core.configuration().voterCount());
+            assertEquals(term, sim.maxTerm());
+            assertNotNull(sim.leader());
+            sim.stopClients();
+            sim.runFor(SimClient.ATTEMPT_TIMEOUT_MILLIS + 500);
+            sim.readEveryKeyOnLeader();
+            sim.checkLinearizable();
+        });
     }
 }

@@ -19,7 +19,12 @@ import java.util.Objects;
  *     with a hash chain over each server's persisted log);
  * <li>leader completeness: a new leader holds every entry known committed;
  * <li>state machine safety: every server applies the same entry at each index, in order;
- * <li>a server never votes twice in one term, and its term never goes down.
+ * <li>a server never votes twice in one term (neither in what it persists nor in what it grants: a vote lost in a
+ *     crash shows as a second grant), and its term never goes down;
+ * <li>no disruption: every term a server takes is one a candidate campaigned for (a term raised by anything
+ *     else, such as a pre-vote, disturbs the cluster for nothing);
+ * <li>a snapshot never takes a server's state machine back, nor drops committed entries it held;
+ * <li>membership changes one at a time, and none before a new leader committed an entry of its term.
  * </ul>
  */
 final class SafetyChecker {
@@ -42,28 +47,49 @@ final class SafetyChecker {
 
     void event(SimNode node, CoreEvent event) {
         if (event instanceof CoreEvent.RoleChanged changed && changed.role() == Role.LEADER) {
-            String previous = leaderOfTerm.putIfAbsent(changed.term(), node.id);
-            if (previous != null && !previous.equals(node.id)) {
-                throw simulation.failure("election safety: " + previous + " and " + node.id + " both lead term " + changed.term());
-            }
+            leads(node, changed.term());
+        }
+    }
+
+    /**
+     * {@code node} leads {@code term}: checked the moment its core becomes leader (the driver reports its events
+     * only after the persist that follows, which a disk stall can hold up while later terms commit).
+     */
+    void leads(SimNode node, long term) {
+        String previous = leaderOfTerm.putIfAbsent(term, node.id);
+        if (previous != null && !previous.equals(node.id)) {
+            throw simulation.failure("election safety: " + previous + " and " + node.id + " both lead term " + term);
+        }
+        if (previous == null) {
             checkLeaderCompleteness(node);
         }
     }
 
+    /**
+     * Leader completeness: the new leader of term T holds every entry committed in a term before T. (An entry
+     * committed in T or later need not be there: with pauses and long delays a leader of T can be elected after
+     * a later term committed entries, and it is deposed as soon as it hears of that term.) The highest such
+     * entry is enough: by log matching, holding it means holding every one before it.
+     */
     private void checkLeaderCompleteness(SimNode leader) {
-        if (highestApplied == 0) {
+        long term = leader.core.term();
+        for (long index = highestApplied; index >= leader.core.firstIndex() && index > 0; index--) {
+            Long committedIn = commitTerm.get(index);
+            if (committedIn == null || committedIn >= term) {
+                continue;
+            }
+            long[] committed = appliedEntries.get(index);
+            long held = leader.core.termAt(index);
+            if (held != committed[0]) {
+                throw simulation.failure("leader completeness: new leader " + leader.id + " of term " + term + " has term " + held
+                        + " at index " + index + ", committed in term " + committedIn + " with term " + committed[0]);
+            }
             return;
         }
-        long[] committed = appliedEntries.get(highestApplied);
-        if (highestApplied < leader.core.firstIndex()) {
-            return; // covered by its snapshot
-        }
-        long term = leader.core.termAt(highestApplied);
-        if (term != committed[0]) {
-            throw simulation.failure("leader completeness: new leader " + leader.id + " of term " + leader.core.term()
-                    + " has term " + term + " at committed index " + highestApplied + " (committed term " + committed[0] + ")");
-        }
     }
+
+    /** index -> the lowest term in which a server knew it committed: the term it was committed in. */
+    private final Map<Long, Long> commitTerm = new HashMap<>();
 
     void entriesPersisted(SimNode node, List<LogEntry> entries) {
         if (entries.isEmpty()) {
@@ -121,6 +147,7 @@ final class SafetyChecker {
     /** A server knows {@code entry} committed. */
     void committed(SimNode node, LogEntry entry) {
         record(node, entry, "commits");
+        commitTerm.merge(entry.index(), node.core.term(), Math::min);
         Long toldNotApplied = answeredNotApplied.get(entry.index());
         if (toldNotApplied != null && toldNotApplied == entry.term()) {
             throw simulation.failure("write outcome: " + node.id + " commits " + entry + ", a write whose client was told it was"
@@ -166,12 +193,68 @@ final class SafetyChecker {
                 throw simulation.failure(node.id + " votes twice in term " + term + ": " + previousVote + " then " + vote);
             }
         }
+        if (term > highestCampaignedTerm) {
+            throw simulation.failure("disruption: " + node.id + " takes term " + term + ", which no candidate campaigned for"
+                    + " (the highest campaign was for term " + highestCampaignedTerm + ")");
+        }
         lastHardState.put(node.id, new long[] {term});
         lastVote.put(node.id, vote);
     }
 
     void sent(SimNode node, Message message) {
+        if (message.type() == io.conclave.engine.raft.core.MessageType.VOTE_RESPONSE && !message.reject()) {
+            String key = node.id + "@" + message.term();
+            String earlier = votesGranted.putIfAbsent(key, message.to());
+            if (earlier != null && !earlier.equals(message.to())) {
+                throw simulation.failure(node.id + " grants its vote in term " + message.term() + " to " + earlier + " and then to "
+                        + message.to());
+            }
+        }
         simulation.onSent(node, message);
+    }
+
+    /** "server@term" -> the candidate it granted its vote. */
+    private final Map<String, String> votesGranted = new HashMap<>();
+    private long highestCampaignedTerm = 1; // the bootstrap term
+
+    /** {@code node} starts an election for {@code term}. */
+    void electionStarted(SimNode node, long term) {
+        highestCampaignedTerm = Math.max(highestCampaignedTerm, term);
+    }
+
+    /**
+     * Membership-change safety (thesis 4.1, with Ongaro's 2015 correction): a leader appends a configuration
+     * only when every earlier configuration in its log is committed, and only once it has committed an entry of
+     * its own term; otherwise the quorums of two configurations need not overlap, and two leaders of one term
+     * become possible.
+     */
+    void leaderAppendsConfiguration(SimNode leader, LogEntry entry) {
+        long previous = leader.core.configurationIndexAt(entry.index() - 1);
+        long commit = leader.core.commitIndex();
+        if (previous > commit) {
+            throw simulation.failure("membership: leader " + leader.id + " appends configuration " + entry.index()
+                    + " while configuration " + previous + " is uncommitted (commit " + commit + ")");
+        }
+        if (leader.core.termAt(commit) != leader.core.term()) {
+            throw simulation.failure("membership: leader " + leader.id + " of term " + leader.core.term() + " appends configuration "
+                    + entry.index() + " before committing an entry of its term (commit " + commit + " of term "
+                    + leader.core.termAt(commit) + ")");
+        }
+    }
+
+    /** A follower is about to install {@code meta} over its log ({@code entries} on its disk). */
+    void snapshotInstalling(SimNode node, SnapshotMeta meta, List<LogEntry> entries) {
+        if (meta.lastIndex() < node.applied()) {
+            throw simulation.failure(node.id + " installs snapshot " + meta.id() + " at " + meta.lastIndex() + " after it applied "
+                    + node.applied() + ": its state machine goes back");
+        }
+        for (LogEntry entry : entries) {
+            long[] committed = appliedEntries.get(entry.index());
+            if (entry.index() > meta.lastIndex() && committed != null && committed[0] == entry.term()) {
+                throw simulation.failure(node.id + " installs snapshot " + meta.id() + " at " + meta.lastIndex()
+                        + " and drops committed entry " + entry + " it held");
+            }
+        }
     }
 
     Map<Long, String> leaders() {

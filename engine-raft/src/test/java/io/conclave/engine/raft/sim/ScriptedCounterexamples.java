@@ -34,8 +34,8 @@ final class ScriptedCounterexamples {
      *
      * @return how far the script got, and how the third leader committed the old-term entry
      */
-    static Figure37 figure37(long seed, Set<RaftConfig.UnsafeBug> bugs) {
-        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/figure37")
+    static Figure37 figure37(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId)
                 .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs).withMessageLimits(1, 4096, 1)).build();
         SimNode s1 = sim.awaitLeader(10_000);
         sim.runFor(500);
@@ -99,8 +99,8 @@ final class ScriptedCounterexamples {
      *
      * @return whether the second leader managed to commit its change before an entry of its own term
      */
-    static boolean singleServerChange(long seed, Set<RaftConfig.UnsafeBug> bugs) {
-        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/singleServerChange").servers(4)
+    static boolean singleServerChange(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(4)
                 .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
         SimNode l1 = sim.awaitLeader(10_000);
         sim.runFor(500);
@@ -158,8 +158,8 @@ final class ScriptedCounterexamples {
      * applied" when its own uncommitted entry is replaced tells the client a committed write never happened;
      * the client retries, and the write is applied twice. The checker's write-outcome rule fails the run.
      */
-    static ReplacedWrite replacedThenCommitted(long seed, Set<RaftConfig.UnsafeBug> bugs) {
-        Simulation sim = Simulation.builder(seed, "CheckersCatchBugsTest/replacedThenCommitted").servers(5)
+    static ReplacedWrite replacedThenCommitted(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(5)
                 .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
         SimNode l1 = sim.awaitLeader(10_000);
         sim.runFor(500);

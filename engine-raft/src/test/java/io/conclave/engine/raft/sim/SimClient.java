@@ -48,6 +48,11 @@ final class SimClient {
         this.keys = keys;
     }
 
+    /** Its name on the network: clients can be cut off from servers too. */
+    String name() {
+        return "client" + id;
+    }
+
     void start() {
         running = true;
         next();

@@ -22,6 +22,8 @@ final class SimNetwork {
     double lossRate;
     double duplicateRate;
     double slowRate;
+    double longDelayRate;
+    int maxLongDelayMillis = 5_000;
     int snapshotChunkBytes = 1024;
     long delivered;
     long dropped;
@@ -55,6 +57,10 @@ final class SimNetwork {
         from.sent.merge(message.type(), 1L, Long::sum);
         simulation.checker.sent(from, message);
         byte[] content = message.type() == MessageType.INSTALL_SNAPSHOT ? from.snapshotContent(message.snapshot()) : null;
+        if (message.type() == MessageType.INSTALL_SNAPSHOT && content == null) {
+            dropped++;
+            return;
+        }
         int copies = random.nextDouble() < duplicateRate ? 2 : 1;
         for (int copy = 0; copy < copies; copy++) {
             long delay = delay();
@@ -78,6 +84,9 @@ final class SimNetwork {
         long delay = minDelayMillis + random.nextInt(maxDelayMillis - minDelayMillis + 1);
         if (slowRate > 0 && random.nextDouble() < slowRate) {
             delay += random.nextInt(200);
+        }
+        if (longDelayRate > 0 && random.nextDouble() < longDelayRate) {
+            delay += 500 + random.nextInt(Math.max(1, maxLongDelayMillis - 500));
         }
         return delay;
     }

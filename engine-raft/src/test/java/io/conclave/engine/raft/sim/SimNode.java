@@ -11,6 +11,7 @@ import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.core.RaftCore;
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.runtime.PendingWrites;
+import io.conclave.engine.raft.runtime.ReadyCycle;
 import io.conclave.engine.raft.core.ReadState;
 import io.conclave.engine.raft.core.Ready;
 import java.util.ArrayList;
@@ -29,12 +30,32 @@ import java.util.zip.CRC32C;
  */
 final class SimNode {
 
-    /** What survives a crash: term and vote, the log from its compaction point, the latest snapshot. */
+    /** Snapshots a simulated disk keeps, newest first, as a snapshot store that retains a few. */
+    static final int RETAINED_SNAPSHOTS = 3;
+
+    /**
+     * What survives a crash: term and vote, the log from its compaction point, the latest snapshots (a send
+     * queued before a newer snapshot was taken still finds its own).
+     */
     static final class Disk {
         long term;
         String vote;
+        long removalActedAt;
         SnapshotMeta snapshot;
         byte[] snapshotContent;
+        /** Every snapshot ID this disk ever held, and the contents of the retained ones. */
+        final java.util.Set<String> everHeld = new java.util.HashSet<>();
+        final java.util.LinkedHashMap<String, byte[]> retained = new java.util.LinkedHashMap<>();
+
+        void keep(SnapshotMeta meta, byte[] content) {
+            snapshot = meta;
+            snapshotContent = content;
+            everHeld.add(meta.id());
+            retained.put(meta.id(), content);
+            while (retained.size() > RETAINED_SNAPSHOTS) {
+                retained.remove(retained.keySet().iterator().next());
+            }
+        }
         long firstIndex = 1;
         final ArrayList<LogEntry> entries = new ArrayList<>();
 
@@ -62,13 +83,11 @@ final class SimNode {
         void installSnapshot(SnapshotMeta meta, byte[] content) {
             entries.clear();
             firstIndex = meta.lastIndex() + 1;
-            snapshot = meta;
-            snapshotContent = content;
+            keep(meta, content);
         }
 
         void compact(SnapshotMeta meta, byte[] content, long compactTo) {
-            snapshot = meta;
-            snapshotContent = content;
+            keep(meta, content);
             long upTo = Math.min(compactTo, lastIndex());
             if (upTo >= firstIndex) {
                 entries.subList(0, (int) (upTo - firstIndex + 1)).clear();
@@ -102,6 +121,18 @@ final class SimNode {
     RaftCore core;
     boolean up;
     int incarnation;
+    /** Until this time the process is frozen (a GC or VM pause): it does nothing, and what arrives waits. */
+    long pausedUntil;
+    /** The last term this server was checked as a new leader of. */
+    private long leaderTermChecked;
+    /** Armed by a fault: the next persist completes, then the server crashes before it sends anything. */
+    boolean crashAfterNextPersist;
+    /** Armed by a fault: the server crashes and restarts right after it next grants a vote. */
+    boolean crashAfterNextVote;
+    /** This server's tick period: its clock runs at its own rate. */
+    long tickMillis = Simulation.TICK_MILLIS;
+    /** How much slower than the base this server's disk syncs (a slow or busy disk). */
+    int diskSlowdown = 1;
     private KvStateMachine kv = new KvStateMachine();
     private long applied;
     private long reportedCommit;
@@ -136,13 +167,16 @@ final class SimNode {
             kv.restore(disk.snapshotContent);
             applied = disk.snapshot.lastIndex();
         }
-        core.restore(disk.term, disk.vote, disk.snapshot, disk.entriesAfterSnapshot());
+        core.restore(disk.term, disk.vote, disk.removalActedAt, disk.snapshot, disk.entriesAfterSnapshot());
         simulation.checker.restarted(this);
         pump();
     }
 
     void crash() {
         up = false;
+        pausedUntil = 0;
+        crashAfterNextPersist = false;
+        crashAfterNextVote = false;
         core = null;
         persisting = false;
         writesByIndex.drain(pending -> { }); // a crashed server answers nobody: its clients time out (outcome unknown)
@@ -170,15 +204,33 @@ final class SimNode {
 
     // ---------------------------------------------------------------- inputs
 
+    /** Freezes the process for {@code millis}: then it resumes with everything that arrived meanwhile, in order. */
+    void pause(long millis) {
+        pausedUntil = Math.max(pausedUntil, simulation.now() + millis);
+    }
+
+    boolean paused() {
+        return simulation.now() < pausedUntil;
+    }
+
+    /** When frozen, runs {@code action} once the process resumes; returns whether it was deferred. */
+    private boolean deferWhilePaused(Runnable action) {
+        if (!paused()) {
+            return false;
+        }
+        simulation.scheduleAt(pausedUntil, action);
+        return true;
+    }
+
     void tick() {
-        if (up) {
+        if (up && !paused()) { // a frozen process misses its timer ticks; the next one after it resumes fires
             core.tick();
             pump();
         }
     }
 
     void receive(Message message, byte[] snapshotContent) {
-        if (!up) {
+        if (!up || deferWhilePaused(() -> receive(message, snapshotContent))) {
             return;
         }
         if (snapshotContent != null) {
@@ -190,7 +242,7 @@ final class SimNode {
 
     /** A client request arrives; the answer goes back through {@code simulation.answer}. */
     void clientRequest(SimClient client, ClientOp op, long requestId) {
-        if (!up) {
+        if (!up || deferWhilePaused(() -> clientRequest(client, op, requestId))) {
             return;
         }
         ProposalOutcome outcome;
@@ -221,28 +273,40 @@ final class SimNode {
     // ---------------------------------------------------------------- the driver
 
     void pump() {
+        if (up && core.role() == Role.LEADER && core.term() != leaderTermChecked) {
+            leaderTermChecked = core.term();
+            simulation.checker.leads(this, core.term());
+            simulation.schedule(0, () -> {
+                if (isLeader()) {
+                    simulation.onNewLeader.accept(this);
+                }
+            });
+        }
         reportCommits();
         while (up && !persisting && core.hasReady()) {
             Ready ready = core.ready();
-            if (ready.hardState() == null) {
-                for (Message message : ready.messages()) {
-                    if (message.sendableBeforePersist()) {
-                        simulation.network.send(this, message);
-                    }
+            for (LogEntry entry : ready.entriesToPersist()) {
+                if (entry.type() == LogEntry.Type.CONFIGURATION && core.role() == Role.LEADER && entry.term() == core.term()) {
+                    simulation.checker.leaderAppendsConfiguration(this, entry);
                 }
             }
+            ReadyCycle.sendBeforePersist(ready, message -> simulation.network.send(this, message));
             if (ready.mustPersist()) {
                 persisting = true;
                 int expectedIncarnation = incarnation;
-                simulation.schedule(simulation.diskLatencyMillis(), () -> {
-                    if (up && incarnation == expectedIncarnation) {
-                        finish(ready);
-                    }
-                });
+                simulation.schedule(simulation.diskLatencyMillis(this), () -> persisted(ready, expectedIncarnation));
                 return;
             }
             finish(ready);
         }
+    }
+
+    private void persisted(Ready ready, int expectedIncarnation) {
+        if (!up || incarnation != expectedIncarnation || deferWhilePaused(() -> persisted(ready, expectedIncarnation))) {
+            return;
+        }
+        finish(ready);
+        pump();
     }
 
     /**
@@ -265,57 +329,110 @@ final class SimNode {
 
     private void finish(Ready ready) {
         persisting = false;
+        if (writeToDisk(ready)) {
+            ReadyCycle.finish(core, ready, steps);
+        }
+    }
+
+    /** The simulated persist (instant here: its latency was the wait before); false when the server crashed after it. */
+    private boolean writeToDisk(Ready ready) {
         if (ready.snapshotToInstall() != null) {
             SnapshotMeta meta = ready.snapshotToInstall();
-            byte[] content = receivedSnapshots.remove(meta.id());
+            byte[] content = receivedSnapshots.get(meta.id());
             if (content == null) {
                 throw simulation.failure(id + " installs snapshot " + meta.id() + " without its content");
             }
+            simulation.checker.snapshotInstalling(this, meta, disk.entries);
             disk.installSnapshot(meta, content);
-            kv.restore(content);
-            applied = meta.lastIndex();
-            simulation.checker.snapshotInstalled(this, meta);
+        }
+        for (CoreEvent event : ready.events()) {
+            if (event instanceof CoreEvent.ElectionStarted started) {
+                simulation.checker.electionStarted(this, started.term()); // before its term is seen persisted
+            }
         }
         if (ready.hardState() != null) {
             simulation.checker.hardStatePersisted(this, ready.hardState().term(), ready.hardState().votedFor());
             disk.term = ready.hardState().term();
             disk.vote = ready.hardState().votedFor();
+            disk.removalActedAt = ready.hardState().removalActedAt();
         }
         disk.write(ready.entriesToPersist());
         simulation.checker.entriesPersisted(this, ready.entriesToPersist());
-        for (Message message : ready.messages()) {
-            if (ready.hardState() != null || !message.sendableBeforePersist()) {
-                simulation.network.send(this, message);
-            }
+        if (crashAfterNextPersist && ready.mustPersist()) {
+            simulation.crashAndRestart(this); // durable, but nothing sent, applied or answered
+            return false;
         }
-        for (CoreEvent event : ready.events()) {
+        return true;
+    }
+
+    /** This server's part of each step of the runtime's {@link ReadyCycle}. */
+    private final ReadyCycle.Steps steps = new ReadyCycle.Steps() {
+        @Override
+        public boolean restoreSnapshot(SnapshotMeta meta) {
+            byte[] content = receivedSnapshots.remove(meta.id());
+            kv.restore(content);
+            applied = meta.lastIndex();
+            simulation.checker.snapshotInstalled(SimNode.this, meta);
+            return true;
+        }
+
+        @Override
+        public void send(Message message) {
+            simulation.network.send(SimNode.this, message);
+        }
+
+        @Override
+        public boolean sent(Ready ready) {
+            boolean voted = ready.messages().stream().anyMatch(m -> m.type() == MessageType.VOTE_RESPONSE && !m.reject());
+            if (voted && crashAfterNextVote) {
+                simulation.crashAndRestart(SimNode.this); // it answered; whatever it did not persist is gone
+                return false;
+            }
+            return true;
+        }
+
+        @Override
+        public void event(CoreEvent event) {
             eventLog.add(event);
             trace(event);
-            simulation.checker.event(this, event);
+            simulation.checker.event(SimNode.this, event);
         }
-        for (LogEntry entry : ready.committedEntries()) {
-            apply(entry);
+
+        @Override
+        public void apply(List<LogEntry> committed) {
+            committed.forEach(SimNode.this::apply);
         }
-        for (ProposalOutcome outcome : ready.outcomes()) {
+
+        @Override
+        public void outcome(ProposalOutcome outcome) {
             PendingWrite held = heldWrites.remove(outcome.requestId());
             ClientOp op = held != null ? held.op() : readsById.get(outcome.requestId());
             if (op != null) {
                 handleOutcome(outcome, op);
             }
         }
-        for (ReadState readState : ready.readStates()) {
+
+        @Override
+        public void readState(ReadState readState) {
             ClientOp op = readsById.remove(readState.requestId());
             if (op != null) {
                 readsAwaitingApply.add(new Object[] {readState, op});
             }
         }
-        serveReads();
-        core.advance(ready);
-        if (core.role() != Role.LEADER) { // as RaftNode does after every batch
-            writesByIndex.certainlyNotApplied(core.commitIndex(), core::termAt, this::answerNotApplied);
+
+        @Override
+        public void serveReads() {
+            SimNode.this.serveReads();
         }
-        maybeSnapshot();
-    }
+
+        @Override
+        public void advanced() {
+            if (core.role() != Role.LEADER) { // as RaftNode does after every batch
+                writesByIndex.certainlyNotApplied(core.commitIndex(), core::termAt, SimNode.this::answerNotApplied);
+            }
+            maybeSnapshot();
+        }
+    };
 
     /** With {@code -Dsim.trace=true}, prints role, configuration and removal events with their time. */
     private void trace(CoreEvent event) {
@@ -355,7 +472,8 @@ final class SimNode {
 
     private void maybeSnapshot() {
         long base = disk.snapshot == null ? 0 : disk.snapshot.lastIndex();
-        if (core == null || applied - base < simulation.snapshotThreshold || core.role() == Role.SHUTDOWN) {
+        if (core == null || applied - base < simulation.snapshotThreshold || core.role() == Role.SHUTDOWN
+                || !core.canSnapshotAt(applied)) {
             return;
         }
         byte[] content = kv.snapshot();
@@ -368,10 +486,18 @@ final class SimNode {
         core.snapshotTaken(meta, compactTo);
     }
 
-    /** The content of the snapshot a leader sends. */
+    /**
+     * The content of the snapshot a leader sends; {@code null} when that snapshot was retired since (as the
+     * runtime does, the send is dropped and the leader retries with its latest). Sending one it never held
+     * is a failure: the runtime could not find it either.
+     */
     byte[] snapshotContent(SnapshotMeta meta) {
-        if (disk.snapshot != null && disk.snapshot.id().equals(meta.id())) {
-            return disk.snapshotContent;
+        byte[] content = disk.retained.get(meta.id());
+        if (content != null) {
+            return content;
+        }
+        if (disk.everHeld.contains(meta.id()) && disk.snapshot != null && disk.snapshot.lastIndex() > meta.lastIndex()) {
+            return null;
         }
         throw simulation.failure(id + " sends snapshot " + meta.id() + " it does not hold");
     }

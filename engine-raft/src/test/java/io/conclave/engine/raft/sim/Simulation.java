@@ -41,6 +41,9 @@ public final class Simulation {
     final ServerRemovalPolicy policy;
     final long snapshotThreshold;
     final long trailingLogs;
+    final double diskSpikeRate;
+    final int maxDiskSpikeMillis;
+    final double clockSkew;
     private final PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> a.time != b.time
             ? Long.compare(a.time, b.time) : Long.compare(a.sequence, b.sequence));
     private final Map<String, SimNode> nodes = new LinkedHashMap<>();
@@ -66,6 +69,11 @@ public final class Simulation {
         this.policy = builder.policy;
         this.snapshotThreshold = builder.snapshotThreshold;
         this.trailingLogs = builder.trailingLogs;
+        this.diskSpikeRate = builder.diskSpikeRate;
+        this.maxDiskSpikeMillis = builder.maxDiskSpikeMillis;
+        this.clockSkew = builder.clockSkew;
+        network.longDelayRate = builder.longDelayRate;
+        network.maxLongDelayMillis = builder.maxLongDelayMillis;
         network.lossRate = builder.lossRate;
         network.duplicateRate = builder.duplicateRate;
         network.slowRate = builder.slowRate;
@@ -98,6 +106,11 @@ public final class Simulation {
         private double lossRate;
         private double duplicateRate;
         private double slowRate;
+        private double diskSpikeRate;
+        private int maxDiskSpikeMillis = 300;
+        private double clockSkew;
+        private double longDelayRate;
+        private int maxLongDelayMillis = 5_000;
 
         private Builder(long seed, String testName) {
             this.seed = seed;
@@ -132,6 +145,26 @@ public final class Simulation {
             return this;
         }
 
+        /** Disk stalls: the share of syncs that stall, and the longest stall. */
+        public Builder diskSpikes(double rate, int maxMillis) {
+            this.diskSpikeRate = rate;
+            this.maxDiskSpikeMillis = maxMillis;
+            return this;
+        }
+
+        /** Each server's clock runs at its own rate, up to {@code fraction} faster or slower. */
+        public Builder clockSkew(double fraction) {
+            this.clockSkew = fraction;
+            return this;
+        }
+
+        /** The share of messages held up for up to {@code maxMillis} (seconds: a congested or half-dead link). */
+        public Builder longDelays(double rate, int maxMillis) {
+            this.longDelayRate = rate;
+            this.maxLongDelayMillis = maxMillis;
+            return this;
+        }
+
         public Simulation build() {
             return new Simulation(this);
         }
@@ -140,6 +173,9 @@ public final class Simulation {
     private SimNode newNode() {
         String id = "n" + nextNodeNumber++;
         SimNode node = new SimNode(id, this, raftConfig, policy);
+        if (clockSkew > 0) {
+            node.tickMillis = Math.max(1, Math.round(TICK_MILLIS * (1 + clockSkew * (2 * random.nextDouble() - 1))));
+        }
         nodes.put(id, node);
         int phase = random.nextInt(TICK_MILLIS);
         scheduleTicks(node, phase);
@@ -149,7 +185,7 @@ public final class Simulation {
     private void scheduleTicks(SimNode node, long delay) {
         schedule(delay, () -> {
             node.tick();
-            scheduleTicks(node, TICK_MILLIS);
+            scheduleTicks(node, node.tickMillis);
         });
     }
 
@@ -163,8 +199,21 @@ public final class Simulation {
         queue.add(new Event(now + Math.max(0, delayMillis), sequence++, action));
     }
 
-    long diskLatencyMillis() {
-        return 1 + random.nextInt(3);
+    void scheduleAt(long time, Runnable action) {
+        queue.add(new Event(Math.max(now, time), sequence++, action));
+    }
+
+    /**
+     * How long one sync takes on {@code node}'s disk: 1–3 ms, times its slowdown; with the spike rate, a stall
+     * of up to {@code maxDiskSpikeMillis} — longer than a network round trip, so a leader's own persist can
+     * finish after its followers acknowledged.
+     */
+    long diskLatencyMillis(SimNode node) {
+        long latency = (1 + random.nextInt(3)) * (long) node.diskSlowdown;
+        if (diskSpikeRate > 0 && random.nextDouble() < diskSpikeRate) {
+            latency += 5 + random.nextInt(Math.max(1, maxDiskSpikeMillis));
+        }
+        return latency;
     }
 
     /** Runs every event up to {@code now + millis}. */
@@ -240,6 +289,16 @@ public final class Simulation {
         node.start(new Random(random.nextLong()));
     }
 
+    /** A crash and a restart in the same instant (a process killed and started again by its supervisor). */
+    public void crashAndRestart(SimNode node) {
+        node.crash();
+        schedule(0, () -> {
+            if (!node.up) {
+                restart(node);
+            }
+        });
+    }
+
     /** A new server with empty storage (a new node ID), running but in no configuration yet. */
     public SimNode addNode() {
         SimNode node = newNode();
@@ -269,6 +328,25 @@ public final class Simulation {
             }
         }
     }
+
+    /**
+     * Puts each client on one side of a partition of the servers (inside {@code side} or outside it, at random):
+     * it reaches only the servers of its side, as clients do in a real network split.
+     */
+    void partitionClients(List<SimNode> side, Random dice) {
+        for (SimClient client : clients) {
+            boolean inside = dice.nextBoolean();
+            for (SimNode node : nodes.values()) {
+                if (side.contains(node) != inside) {
+                    network.block(client.name(), node.id);
+                    network.block(node.id, client.name());
+                }
+            }
+        }
+    }
+
+    /** Called, in its own event, when a server becomes the leader of a new term (as autopilot reacts to it). */
+    java.util.function.Consumer<SimNode> onNewLeader = leader -> { };
 
     public void isolate(SimNode node) {
         partition(List.of(node));
@@ -349,9 +427,10 @@ public final class Simulation {
     long sendClientRequest(SimClient client, ClientOp op, String target) {
         long requestId = nextRequestId++;
         requests.put(requestId, client);
+        requestTargets.put(requestId, target);
         schedule(network.minDelayMillis + random.nextInt(5), () -> {
             SimNode node = nodes.get(target);
-            if (node != null) {
+            if (node != null && network.linkUp(client.name(), target)) {
                 node.clientRequest(client, op, requestId);
             }
         });
@@ -360,13 +439,18 @@ public final class Simulation {
 
     void answer(long requestId, SimClient.Answer answer) {
         SimClient client = requests.remove(requestId);
+        String server = requestTargets.remove(requestId);
         if (client != null) {
+            if (server != null && !network.linkUp(server, client.name())) {
+                return; // the answer is lost on a cut link: the client times out
+            }
             schedule(network.minDelayMillis + random.nextInt(5), () -> client.answered(requestId, answer));
         } else if (scriptedRequests.remove(requestId)) {
             scriptedAnswers.put(requestId, answer);
         }
     }
 
+    private final Map<Long, String> requestTargets = new HashMap<>();
     private final java.util.Set<Long> scriptedRequests = new java.util.HashSet<>();
     private final Map<Long, SimClient.Answer> scriptedAnswers = new HashMap<>();
 
@@ -468,6 +552,7 @@ public final class Simulation {
     }
 
     SimulationFailure failure(String what) {
-        return new SimulationFailure(seed, testName, what + "\n  at " + now + " ms; servers: " + nodes.values());
+        return new SimulationFailure(seed, testName, what + "\n  at " + now + " ms, after " + history.size()
+                + " client operations; servers: " + nodes.values());
     }
 }

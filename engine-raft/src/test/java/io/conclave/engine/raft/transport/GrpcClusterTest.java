@@ -189,9 +189,11 @@ class GrpcClusterTest {
         }
         byte[] last = "last".getBytes(StandardCharsets.UTF_8);
         await(first.propose(put("last", last)));
-        poll("the leader compacts its log", () -> {
+        poll("the leader compacts its log, and its snapshot is recent", () -> {
             try {
-                return await(first.onCore(core -> core.firstIndex())) > 2;
+                // recent: the installer then appends fewer entries than the snapshot threshold and takes none of its own
+                return await(first.onCore(core -> core.firstIndex() > 2 && core.latestSnapshot() != null
+                        && core.lastIndex() - core.latestSnapshot().lastIndex() < OPTIONS.snapshotThreshold() / 2));
             } catch (Exception e) {
                 return false;
             }
