@@ -393,4 +393,16 @@ class RaftCoreTest {
         cluster.processAll();
         assertEquals("c", b.votedFor(), "without check-quorum a cut-off leader never steps down, so its lease proves nothing");
     }
+
+    @Test
+    void when_a_received_snapshot_is_being_installed_then_the_driver_takes_no_snapshot_at_its_older_applied_index() {
+        RaftCore b = follower(RaftConfig.defaults(), 2, 10);
+        b.step(Message.of(MessageType.HEARTBEAT, "a", "b", 2).withCommit(10).withLog(10, 0));
+        drain(b);
+        assertTrue(b.canSnapshotAt(10), "applied 10, held in the log: a snapshot there is sound");
+        b.step(Message.of(MessageType.INSTALL_SNAPSHOT, "a", "b", 2)
+                .withSnapshot(new io.conclave.api.storage.SnapshotMeta("a-20", 20, 2, ABC, 1, 10, 0)));
+        assertFalse(b.canSnapshotAt(10), "the core moved to the leader's snapshot at 20: the term at 10 is no longer known");
+        assertEquals(-1, b.termAt(10), "which is what a snapshot taken there would have carried");
+    }
 }

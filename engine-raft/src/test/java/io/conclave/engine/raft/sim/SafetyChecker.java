@@ -24,7 +24,9 @@ import java.util.Objects;
  * <li>no disruption: every term a server takes is one a candidate campaigned for (a term raised by anything
  *     else, such as a pre-vote, disturbs the cluster for nothing);
  * <li>a snapshot never takes a server's state machine back, nor drops committed entries it held;
- * <li>membership changes one at a time, and none before a new leader committed an entry of its term.
+ * <li>membership changes one at a time, and none before a new leader committed an entry of its term;
+ * <li>a leader's commit index moves only to entries of its term; a write is answered "certainly not applied" only
+ *     by a server that knows another entry committed at its index.
  * </ul>
  */
 final class SafetyChecker {
@@ -160,6 +162,11 @@ final class SafetyChecker {
 
     /** A server answered the write it appended at {@code index} in {@code term} "certainly not applied". */
     void answeredNotApplied(SimNode node, long index, long term) {
+        if (index > node.core.commitIndex() || node.core.termAt(index) == term) {
+            throw simulation.failure("write outcome: " + node.id + " answers 'certainly not applied' for the write at " + index
+                    + " of term " + term + " without knowing another entry committed there (commit " + node.core.commitIndex()
+                    + ", term held there " + node.core.termAt(index) + "): it may still commit, and the client retries it");
+        }
         long[] known = appliedEntries.get(index);
         if (known != null && known[0] == term) {
             throw simulation.failure("write outcome: " + node.id + " answers 'not applied' for the write at " + index + " of term "
@@ -239,6 +246,18 @@ final class SafetyChecker {
             throw simulation.failure("membership: leader " + leader.id + " of term " + leader.core.term() + " appends configuration "
                     + entry.index() + " before committing an entry of its term (commit " + commit + " of term "
                     + leader.core.termAt(commit) + ")");
+        }
+    }
+
+    /**
+     * The commit rule (thesis 3.6.2): a leader advances its commit index only to an entry of its own term; entries
+     * of earlier terms commit only beneath one (figure 3.7 shows what counting their replicas leads to).
+     */
+    void leaderCommitted(SimNode leader, long commit) {
+        long termThere = leader.core.termAt(commit);
+        if (termThere != leader.core.term()) {
+            throw simulation.failure("commit rule: leader " + leader.id + " of term " + leader.core.term() + " advances its commit to "
+                    + commit + ", an entry of term " + termThere);
         }
     }
 

@@ -123,6 +123,9 @@ final class SimNode {
     int incarnation;
     /** Until this time the process is frozen (a GC or VM pause): it does nothing, and what arrives waits. */
     long pausedUntil;
+    /** The term and commit index this server had when last seen leading: its commit moves only to own-term entries. */
+    private long leaderCommitTerm;
+    private long leaderCommit;
     /** The last term this server was checked as a new leader of. */
     private long leaderTermChecked;
     /** Armed by a fault: the next persist completes, then the server crashes before it sends anything. */
@@ -282,6 +285,15 @@ final class SimNode {
                 }
             });
         }
+        if (up && core.role() == Role.LEADER) {
+            if (core.term() != leaderCommitTerm) {
+                leaderCommitTerm = core.term();
+                leaderCommit = core.commitIndex();
+            } else if (core.commitIndex() > leaderCommit) {
+                leaderCommit = core.commitIndex();
+                simulation.checker.leaderCommitted(this, leaderCommit);
+            }
+        }
         reportCommits();
         while (up && !persisting && core.hasReady()) {
             Ready ready = core.ready();
@@ -290,7 +302,7 @@ final class SimNode {
                     simulation.checker.leaderAppendsConfiguration(this, entry);
                 }
             }
-            ReadyCycle.sendBeforePersist(ready, message -> simulation.network.send(this, message));
+            ReadyCycle.sendBeforePersist(ready, message -> send(ready, message));
             if (ready.mustPersist()) {
                 persisting = true;
                 int expectedIncarnation = incarnation;
@@ -330,6 +342,7 @@ final class SimNode {
     private void finish(Ready ready) {
         persisting = false;
         if (writeToDisk(ready)) {
+            finishing = ready;
             ReadyCycle.finish(core, ready, steps);
         }
     }
@@ -365,6 +378,20 @@ final class SimNode {
         return true;
     }
 
+    /** The Ready being finished. */
+    private Ready finishing;
+
+    /**
+     * Sends one message of {@code ready}. A server whose Raft machinery shut down sends nothing more, except the
+     * hand-over that goes with its removal (the Ready that carries the Removed event).
+     */
+    private void send(Ready ready, Message message) {
+        if (core.role() == Role.SHUTDOWN && ready.events().stream().noneMatch(event -> event instanceof CoreEvent.Removed)) {
+            throw simulation.failure(id + " sends " + message + " after it shut down");
+        }
+        simulation.network.send(this, message);
+    }
+
     /** This server's part of each step of the runtime's {@link ReadyCycle}. */
     private final ReadyCycle.Steps steps = new ReadyCycle.Steps() {
         @Override
@@ -378,7 +405,7 @@ final class SimNode {
 
         @Override
         public void send(Message message) {
-            simulation.network.send(SimNode.this, message);
+            SimNode.this.send(finishing, message);
         }
 
         @Override
