@@ -269,7 +269,7 @@ public final class Agent implements AutoCloseable {
             }, "conclave-storage-failure").start(); // stop() closes Vert.x: not on its threads
         });
         clusterRpc.node(node);
-        new KvHttpApi(vertx, node, clusterRpc, timing.electionTimeoutMax()).register(http);
+        new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax()).register(http);
         new OperatorHttpApi(node, config.nodeName()).register(http);
         new MetricsHttpApi(node, blockedThreads).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {

@@ -2,7 +2,8 @@ package io.conclave.engine.raft.agent;
 
 import com.google.protobuf.ByteString;
 import io.conclave.engine.raft.http.LeaderForwarder;
-import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.Refusal;
+import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.GrpcRaftTransport;
@@ -73,9 +74,10 @@ final class ClusterRpc implements LeaderForwarder {
                     ForwardResponse.Builder answer = ForwardResponse.newBuilder();
                     if (error == null) {
                         answer.setOutcome(ForwardResponse.Outcome.OK).setResult(ByteString.copyFrom(result == null ? new byte[0] : result));
-                    } else if (error instanceof NotLeaderException notLeader) {
+                    } else if (error instanceof RefusedException notLeader) {
                         answer.setOutcome(ForwardResponse.Outcome.NOT_APPLIED).setMessage(notLeader.getMessage())
-                                .setLeaderId(notLeader.leaderId() == null ? "" : notLeader.leaderId());
+                                .setLeaderId(notLeader.leaderId() == null ? "" : notLeader.leaderId())
+                                .setRefusal(notLeader.reason().name());
                     } else {
                         answer.setOutcome(ForwardResponse.Outcome.UNKNOWN).setMessage(String.valueOf(error.getMessage()));
                     }
@@ -113,7 +115,7 @@ final class ClusterRpc implements LeaderForwarder {
     private ClusterGrpcClient leader(String leaderId) {
         String address = node.addressOf(leaderId);
         if (address == null) {
-            throw new NotLeaderException("NOT_LEADER", null, null);
+            throw new RefusedException(Refusal.NOT_LEADER, null, null);
         }
         return ClusterGrpcClient.create(client, GrpcRaftTransport.socketAddress(address));
     }
@@ -126,19 +128,26 @@ final class ClusterRpc implements LeaderForwarder {
             if (result.failed()) {
                 if (neverConnected(result.cause())) {
                     // no connection, so nothing was sent: certainly not applied, safe to retry
-                    return Future.failedFuture(new NotLeaderException("LEADER_UNREACHABLE", null, null));
+                    return Future.failedFuture(new RefusedException(Refusal.LEADER_UNREACHABLE, null, null));
                 }
                 return Future.failedFuture(new OutcomeUnknownException("forwarding to the leader failed after it was sent: "
                         + result.cause().getMessage() + "; the write may or may not be applied"));
             }
-            ForwardResponse answer = result.result();
-            return switch (answer.getOutcome()) {
-                case OK -> Future.succeededFuture(answer.getResult().toByteArray());
-                case NOT_APPLIED -> Future.failedFuture(new NotLeaderException("NOT_APPLIED",
-                        answer.getLeaderId().isEmpty() ? null : answer.getLeaderId(), null));
-                default -> Future.failedFuture(new OutcomeUnknownException(answer.getMessage()));
-            };
+            return outcome(result.result());
         });
+    }
+
+    /**
+     * What the leader's answer to a forwarded write means here: its result, its refusal as the leader gave it (an
+     * overload stays an overload, answered 503 and not retried at once), or an unknown outcome.
+     */
+    static Future<byte[]> outcome(ForwardResponse answer) {
+        return switch (answer.getOutcome()) {
+            case OK -> Future.succeededFuture(answer.getResult().toByteArray());
+            case NOT_APPLIED -> Future.failedFuture(new RefusedException(Refusal.parse(answer.getRefusal(), Refusal.NOT_APPLIED),
+                    answer.getLeaderId().isEmpty() ? null : answer.getLeaderId(), null));
+            default -> Future.failedFuture(new OutcomeUnknownException(answer.getMessage()));
+        };
     }
 
     /** Asks the leader to remove {@code serverId} from the configuration; completes when it committed. */
@@ -155,7 +164,7 @@ final class ClusterRpc implements LeaderForwarder {
         // a read changes nothing: whatever went wrong, it may be tried again
         return leader(leaderId).readIndex(request).transform(result -> result.succeeded() && result.result().getOk()
                 ? Future.succeededFuture(result.result().getIndex())
-                : Future.failedFuture(new NotLeaderException(result.succeeded() ? "NOT_LEADER" : "LEADER_UNREACHABLE", null, null)));
+                : Future.failedFuture(new RefusedException(result.succeeded() ? Refusal.NOT_LEADER : Refusal.LEADER_UNREACHABLE, null, null)));
     }
 
     /** Whether the call failed before any connection was open (refused, unreachable): nothing was sent. */

@@ -4,7 +4,8 @@ import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.kv.KvStateMachine;
-import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.Refusal;
+import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.Limits;
@@ -46,7 +47,11 @@ public final class KvHttpApi {
     static final Duration NO_LEADER_WAIT = Duration.ofSeconds(5);
     static final long NO_LEADER_RETRY_MILLIS = 25;
 
+    /** PUT parameters whose meaning (sessions and locks) Conclave does not have yet: refused, never ignored. */
+    static final List<String> UNSUPPORTED_PUT_PARAMETERS = List.of("acquire", "release");
+
     private final Vertx vertx;
+    private final String datacenter;
     private final RaftNode node;
     private final LeaderForwarder forwarder;
     private final Duration attemptTimeout;
@@ -57,8 +62,9 @@ public final class KvHttpApi {
      *                       unanswered; then a write's outcome is reported unknown. The agent uses the maximum
      *                       election timeout: by then a leader cut off from its quorum has stepped down.
      */
-    public KvHttpApi(Vertx vertx, RaftNode node, LeaderForwarder forwarder, Duration attemptTimeout) {
+    public KvHttpApi(Vertx vertx, String datacenter, RaftNode node, LeaderForwarder forwarder, Duration attemptTimeout) {
         this.vertx = vertx;
+        this.datacenter = datacenter;
         this.node = node;
         this.forwarder = forwarder;
         this.attemptTimeout = attemptTimeout;
@@ -97,6 +103,38 @@ public final class KvHttpApi {
         }
     }
 
+    /**
+     * Refuses a request whose parameters would change its meaning in a way this server does not implement, and
+     * returns true; an unknown parameter that changes nothing is ignored, as Consul does. {@code ?dc} naming
+     * another datacenter answers 500 "No path to datacenter" (Consul's answer; there is one datacenter); a
+     * namespace or admin partition other than {@code default} answers 400, as does each of {@code unsupported}.
+     * A token ({@code ?token}, {@code X-Consul-Token}, {@code Authorization: Bearer}) is accepted and ignored
+     * while ACLs are not enabled, as Consul does.
+     */
+    boolean refusedParameters(HttpServerRequest request, List<String> unsupported) {
+        String dc = request.getParam("dc");
+        if (dc != null && !dc.isEmpty() && !dc.equals(datacenter)) {
+            HttpApi.error(request, 500, "No path to datacenter");
+            return true;
+        }
+        for (String scope : List.of("ns", "partition")) {
+            String value = request.getParam(scope);
+            if (value != null && !value.isEmpty() && !value.equals("default")) {
+                HttpApi.error(request, 400, "parameter " + scope + "=" + value + " is not supported: there is only the default "
+                        + (scope.equals("ns") ? "namespace" : "admin partition"));
+                return true;
+            }
+        }
+        for (String name : unsupported) {
+            if (request.params().contains(name)) {
+                HttpApi.error(request, 400, "parameter " + name + " is not supported yet (sessions and locks): the request was"
+                        + " refused rather than served without it");
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** A client error: answered 400 with its message. */
     static final class BadRequest extends RuntimeException {
         BadRequest(String message) {
@@ -107,6 +145,9 @@ public final class KvHttpApi {
     // ---------------------------------------------------------------- GET
 
     private void get(HttpServerRequest request) {
+        if (refusedParameters(request, List.of())) {
+            return;
+        }
         String key;
         long index;
         Duration wait;
@@ -210,6 +251,9 @@ public final class KvHttpApi {
     // ---------------------------------------------------------------- PUT and DELETE
 
     private void put(HttpServerRequest request) {
+        if (refusedParameters(request, UNSUPPORTED_PUT_PARAMETERS)) {
+            return;
+        }
         String key;
         long flags;
         long cas;
@@ -221,7 +265,7 @@ public final class KvHttpApi {
             flags = unsignedParam(request, "flags", 0);
             cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
         } catch (BadRequest e) {
-            request.body().onComplete(ignored -> HttpApi.error(request, 400, e.getMessage()));
+            HttpApi.error(request, 400, e.getMessage()); // at once: the body is not read (the connection is closed)
             return;
         }
         String length = request.getHeader("Content-Length");
@@ -232,18 +276,20 @@ public final class KvHttpApi {
         Buffer body = Buffer.buffer();
         boolean[] tooLarge = {false};
         request.handler(chunk -> {
+            if (tooLarge[0]) {
+                return; // answered; the connection is closing
+            }
             if (body.length() + chunk.length() > Limits.MAX_VALUE_BYTES) {
-                tooLarge[0] = true;
-            } else if (!tooLarge[0]) {
+                tooLarge[0] = true; // a chunked body past the limit: answered at once, never read to its end
+                HttpApi.error(request, 413, "value is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
+            } else {
                 body.appendBuffer(chunk);
             }
         });
         request.endHandler(v -> {
-            if (tooLarge[0]) {
-                HttpApi.error(request, 413, "value is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
-                return;
+            if (!tooLarge[0]) {
+                write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas));
             }
-            write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas));
         });
     }
 
@@ -256,6 +302,9 @@ public final class KvHttpApi {
     }
 
     private void delete(HttpServerRequest request) {
+        if (refusedParameters(request, List.of())) {
+            return;
+        }
         String key;
         long cas;
         try {
@@ -297,11 +346,7 @@ public final class KvHttpApi {
      * the leader could not even be connected to. An overloaded or stopping server is not retried.
      */
     public static boolean certainlyNotApplied(Throwable error) {
-        return error instanceof NotLeaderException notLeader
-                && switch (notLeader.reason()) {
-                    case "NOT_LEADER", "NOT_APPLIED", "LEADER_UNREACHABLE" -> true;
-                    default -> false;
-                };
+        return error instanceof RefusedException refused && refused.reason().retryAtOnce();
     }
 
     /** {@code attempt}, failed with {@code onTimeout} if it has not completed within the attempt timeout. */
@@ -322,7 +367,7 @@ public final class KvHttpApi {
     /** A ReadIndex barrier here if this server leads, else confirmed by the leader and applied here. */
     private Future<Long> linearizableRead() {
         return node.readBarrier().recover(error -> {
-            if (forwarder != null && error instanceof NotLeaderException notLeader && notLeader.leaderId() != null) {
+            if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null) {
                 return forwarder.readIndex(notLeader.leaderId()).compose(node::awaitApplied);
             }
             return Future.failedFuture(error);
@@ -332,8 +377,8 @@ public final class KvHttpApi {
     /** Proposes here if this server leads, else forwards to the leader (a refusal there is certainly not applied). */
     private Future<byte[]> propose(byte[] command) {
         return node.propose(command).recover(error -> {
-            if (forwarder != null && error instanceof NotLeaderException notLeader && notLeader.leaderId() != null
-                    && "NOT_LEADER".equals(notLeader.reason())) {
+            if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
+                    && notLeader.reason() == Refusal.NOT_LEADER) {
                 return forwarder.forward(notLeader.leaderId(), command);
             }
             return Future.failedFuture(error);
@@ -355,8 +400,13 @@ public final class KvHttpApi {
         }
         if (error instanceof BadRequest) {
             HttpApi.error(request, 400, error.getMessage());
-        } else if (error instanceof NotLeaderException notLeader) {
-            HttpApi.error(request, 500, "No cluster leader here: " + notLeader.getMessage());
+        } else if (error instanceof RefusedException refused && (refused.reason() == Refusal.OVERLOADED
+                || refused.reason() == Refusal.STOPPED)) {
+            // not the client's fault, and not for ever: 503 with a hint of when to come back (as a proxy would)
+            request.response().putHeader("Retry-After", "1");
+            HttpApi.error(request, 503, refused.getMessage());
+        } else if (error instanceof RefusedException refused) {
+            HttpApi.error(request, 500, "No cluster leader here: " + refused.getMessage());
         } else if (error instanceof OutcomeUnknownException) {
             HttpApi.error(request, 500, "outcome unknown: " + error.getMessage());
         } else if (error instanceof TimeoutException) {

@@ -2,7 +2,7 @@ package io.conclave.engine.raft.http;
 
 import io.conclave.api.raft.Server;
 import io.conclave.engine.raft.core.ConfigChange;
-import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -62,7 +62,7 @@ public final class OperatorHttpApi {
         }
         node.changeConfiguration(ConfigChange.remove(target))
                 .onSuccess(v -> request.response().setStatusCode(200).end())
-                .onFailure(error -> HttpApi.error(request, 500, error instanceof NotLeaderException
+                .onFailure(error -> HttpApi.error(request, 500, error instanceof RefusedException
                         ? "cannot remove the server: " + error.getMessage() : String.valueOf(error.getMessage())));
     }
 

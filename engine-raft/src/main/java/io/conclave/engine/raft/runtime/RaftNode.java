@@ -215,14 +215,14 @@ public final class RaftNode {
 
     /**
      * Proposes a state-machine command; completes with its result once applied. Fails with
-     * {@link NotLeaderException} when it was certainly not applied (safe to retry on the leader), or with
+     * {@link RefusedException} when it was certainly not applied (safe to retry on the leader), or with
      * {@link OutcomeUnknownException} when this server lost leadership before learning its fate.
      */
     public Future<byte[]> propose(byte[] command) {
         Promise<byte[]> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
-                promise.fail(new NotLeaderException("STOPPED", null, null));
+                promise.fail(new RefusedException(Refusal.STOPPED, null, null));
                 return;
             }
             long requestId = nextRequestId++;
@@ -238,19 +238,19 @@ public final class RaftNode {
         } else if (outcome instanceof ProposalOutcome.Held held) {
             heldWrites.put(held.requestId(), promise);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
-            promise.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+            promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
         }
     }
 
     /**
      * Proposes a membership change; completes once it is committed and applied. Fails with
-     * {@link NotLeaderException} when refused (not the leader, a change already in progress, or invalid).
+     * {@link RefusedException} when refused (not the leader, a change already in progress, or invalid).
      */
     public Future<Void> changeConfiguration(io.conclave.engine.raft.core.ConfigChange change) {
         Promise<byte[]> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) {
-                promise.fail(new NotLeaderException("STOPPED", null, null));
+                promise.fail(new RefusedException(Refusal.STOPPED, null, null));
                 return;
             }
             handleOutcome(core.proposeConfigChange(nextRequestId++, change), promise);
@@ -302,13 +302,13 @@ public final class RaftNode {
         Promise<Long> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
-                promise.fail(new NotLeaderException("STOPPED", null, null));
+                promise.fail(new RefusedException(Refusal.STOPPED, null, null));
                 return;
             }
             long requestId = nextRequestId++;
             ProposalOutcome outcome = core.readIndex(requestId);
             if (outcome instanceof ProposalOutcome.Refused refused) {
-                promise.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+                promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
             } else {
                 pendingReads.put(requestId, promise);
             }
@@ -521,7 +521,7 @@ public final class RaftNode {
             }
             Promise<Long> read = pendingReads.remove(outcome.requestId());
             if (read != null && outcome instanceof ProposalOutcome.Refused refused) {
-                read.fail(new NotLeaderException(refused.reason().name(), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+                read.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
             }
         }
 
@@ -608,7 +608,7 @@ public final class RaftNode {
     }
 
     private void answerNotApplied(PendingWrites.Pending<Promise<byte[]>> pending) {
-        pending.handle().fail(new NotLeaderException("NOT_APPLIED", core.leaderId(), leaderAddress(core.leaderId())));
+        pending.handle().fail(new RefusedException(Refusal.NOT_APPLIED, core.leaderId(), leaderAddress(core.leaderId())));
     }
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
@@ -677,7 +677,7 @@ public final class RaftNode {
     }
 
     private void failAllWaiting(String why) {
-        NotLeaderException stopping = new NotLeaderException("STOPPED", null, null);
+        RefusedException stopping = new RefusedException(Refusal.STOPPED, null, null);
         pendingWrites.drain(pending -> pending.handle().tryFail(new OutcomeUnknownException(
                 why + " before the write's outcome was known")));
         heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));

@@ -1,24 +1,26 @@
 package io.conclave.engine.raft.runtime;
 
+import java.util.Objects;
+
 /**
- * The request was not applied, certainly: this server does not lead (or refused it). Safe to retry on the
- * leader, whose ID and address are given when known.
+ * The request was refused, so certainly not applied; {@link #reason()} says why, as a type (never a string to
+ * compare), and whether trying again elsewhere is safe and useful. The leader's ID and address are given when
+ * known.
  */
-public final class NotLeaderException extends RuntimeException {
-    private final String reason;
+public final class RefusedException extends RuntimeException {
+    private final Refusal reason;
     private final String leaderId;
     private final String leaderAddress;
 
-    public NotLeaderException(String reason, String leaderId, String leaderAddress) {
-        super("not applied (" + reason + ")" + (leaderId == null ? ", no known leader" : ", the leader is " + leaderId
+    public RefusedException(Refusal reason, String leaderId, String leaderAddress) {
+        super("not applied (" + reason.describe() + ")" + (leaderId == null ? ", no known leader" : ", the leader is " + leaderId
                 + (leaderAddress == null ? "" : " at " + leaderAddress)), null, false, false);
-        this.reason = reason;
+        this.reason = Objects.requireNonNull(reason, "reason");
         this.leaderId = leaderId;
         this.leaderAddress = leaderAddress;
     }
 
-    /** Why: NOT_LEADER, OVERLOADED, NOT_APPLIED (its entry was replaced), STOPPED, ... */
-    public String reason() {
+    public Refusal reason() {
         return reason;
     }
 

@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.http.KvHttpApi;
-import io.conclave.engine.raft.runtime.NotLeaderException;
+import io.conclave.engine.raft.runtime.Refusal;
+import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
 import io.conclave.engine.raft.testing.Await;
 import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
@@ -65,7 +66,7 @@ class ClusterRpcTest {
         }
         Throwable refused = forwardFailure(closedPort);
         assertTrue(ClusterRpc.neverConnected(refused), refused.toString());
-        assertTrue(KvHttpApi.certainlyNotApplied(new NotLeaderException("LEADER_UNREACHABLE", null, null)));
+        assertTrue(KvHttpApi.certainlyNotApplied(new RefusedException(Refusal.LEADER_UNREACHABLE, null, null)));
     }
 
     @Test
@@ -87,7 +88,25 @@ class ClusterRpcTest {
                 unanswered.toString());
         assertEquals(1, received.get(), "the write reached the leader: its outcome is unknown");
         assertFalse(KvHttpApi.certainlyNotApplied(new OutcomeUnknownException("sent, then lost")));
-        assertFalse(KvHttpApi.certainlyNotApplied(new NotLeaderException("OVERLOADED", null, null)), "overload is not retried");
+        assertFalse(KvHttpApi.certainlyNotApplied(new RefusedException(Refusal.OVERLOADED, null, null)), "overload is not retried");
         Await.result(silent.close());
+    }
+
+    @Test
+    void when_the_leader_refuses_a_forwarded_write_as_overloaded_then_the_follower_answers_it_as_such_and_does_not_retry() {
+        Throwable overloaded = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
+                .setRefusal("OVERLOADED").setLeaderId("leader").build()).cause();
+        assertEquals(Refusal.OVERLOADED, ((RefusedException) overloaded).reason());
+        assertFalse(KvHttpApi.certainlyNotApplied(overloaded), "not retried every 25 ms: the leader is overloaded");
+
+        Throwable replaced = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
+                .setRefusal("NOT_APPLIED").build()).cause();
+        assertTrue(KvHttpApi.certainlyNotApplied(replaced), "an entry replaced by a new leader's is retried");
+
+        Throwable older = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED).build()).cause();
+        assertEquals(Refusal.NOT_APPLIED, ((RefusedException) older).reason(), "a leader that names no refusal: as before");
+        Throwable future = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
+                .setRefusal("SOMETHING_NEWER").build()).cause();
+        assertEquals(Refusal.NOT_APPLIED, ((RefusedException) future).reason(), "a refusal this version does not know");
     }
 }

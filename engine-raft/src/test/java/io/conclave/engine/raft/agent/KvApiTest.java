@@ -216,4 +216,75 @@ class KvApiTest {
                 .getJsonArray("Servers").encode(), "the configuration is unchanged");
         assertEquals("Leader", raft.getString("state"));
     }
+
+    @Test
+    void when_a_parameter_would_change_the_meaning_of_a_request_then_it_is_refused_naming_it_and_the_key_is_unchanged() throws Exception {
+        put("/v1/kv/meaning", "before");
+        String index = call(HttpMethod.GET, "/v1/kv/meaning", null).headers().get("X-Consul-Index");
+        Response acquire = callOnce(HttpMethod.PUT, "/v1/kv/meaning?acquire=0b3f3b9c-1111-2222-3333-444455556666", Buffer.buffer("x"));
+        assertEquals(400, acquire.status());
+        assertTrue(acquire.body().contains("acquire"), acquire.body());
+        Response release = callOnce(HttpMethod.PUT, "/v1/kv/meaning?release=anything", Buffer.buffer("x"));
+        assertEquals(400, release.status());
+        assertTrue(release.body().contains("release"), release.body());
+        for (HttpMethod method : new HttpMethod[] {HttpMethod.GET, HttpMethod.PUT, HttpMethod.DELETE}) {
+            Response elsewhere = callOnce(method, "/v1/kv/meaning?dc=nowhere", method == HttpMethod.PUT ? Buffer.buffer("x") : null);
+            assertEquals(500, elsewhere.status(), method + " ?dc=nowhere");
+            assertEquals("No path to datacenter", elsewhere.body().trim(), "Consul's answer");
+        }
+        assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/meaning?ns=team-a", Buffer.buffer("x")).status(), "no namespaces");
+        assertEquals(400, call(HttpMethod.GET, "/v1/kv/meaning?partition=other", null).status(), "no admin partitions");
+        assertEquals("before", call(HttpMethod.GET, "/v1/kv/meaning?raw", null).body());
+        assertEquals(index, call(HttpMethod.GET, "/v1/kv/meaning", null).headers().get("X-Consul-Index"), "nothing was written");
+
+        // what changes nothing is served: our own datacenter, the default namespace, a token while ACLs are off,
+        // and a parameter nobody knows (ignored, as Consul does)
+        assertEquals("true", put("/v1/kv/meaning?dc=dc1&ns=default&token=secret&whatever=1", "after").body());
+        Response withToken = send(request(HttpMethod.GET, "/v1/kv/meaning?raw", null).header("X-Consul-Token", "secret")
+                .header("Authorization", "Bearer secret"));
+        assertEquals(200, withToken.status());
+        assertEquals("after", withToken.body());
+    }
+
+    /**
+     * Sends a chunked body that never ends (until the server closes the connection) and returns the status line
+     * the server answered with meanwhile: proof that it answered without reading the body to its end.
+     */
+    private static String statusOfAnEndlessChunkedBody(String path) throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", agent.httpPort())) {
+            socket.setSoTimeout(20_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            out.write(("PUT " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            Thread writer = new Thread(() -> {
+                byte[] chunk = ("10000\r\n" + "x".repeat(0x10000) + "\r\n").getBytes(StandardCharsets.US_ASCII);
+                try {
+                    for (int i = 0; i < 100 * 16; i++) { // up to 100 MiB, never the last chunk
+                        out.write(chunk);
+                    }
+                } catch (java.io.IOException closed) {
+                    // the server closed the connection: what it should do
+                }
+            });
+            writer.setDaemon(true);
+            writer.start();
+            java.io.InputStream in = socket.getInputStream();
+            String statusLine = new java.io.BufferedReader(new java.io.InputStreamReader(in, StandardCharsets.US_ASCII)).readLine();
+            writer.join(20_000);
+            assertTrue(!writer.isAlive(), "the server closed the connection instead of reading 100 MiB");
+            return statusLine;
+        }
+    }
+
+    @Test
+    void when_a_chunked_body_passes_the_limit_or_comes_with_a_bad_parameter_then_it_is_answered_at_once_and_never_read_to_its_end()
+            throws Exception {
+        put("/v1/kv/endless", "kept");
+        String index = call(HttpMethod.GET, "/v1/kv/endless", null).headers().get("X-Consul-Index");
+        assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless").startsWith("HTTP/1.1 413"), "past 512 KiB: 413 at once");
+        assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless?flags=bad").startsWith("HTTP/1.1 400"), "a bad parameter: 400 at once");
+        assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless?acquire=x").startsWith("HTTP/1.1 400"), "an unsupported one too");
+        assertEquals("kept", call(HttpMethod.GET, "/v1/kv/endless?raw", null).body());
+        assertEquals(index, call(HttpMethod.GET, "/v1/kv/endless", null).headers().get("X-Consul-Index"), "nothing was written");
+    }
 }

@@ -170,7 +170,7 @@ class RaftNodeClusterTest {
             }
         });
         Exception error = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> await(follower.propose(put("x", "2"))));
-        NotLeaderException notLeader = (NotLeaderException) error.getCause();
+        RefusedException notLeader = (RefusedException) error.getCause();
         assertEquals(leader.id(), notLeader.leaderId());
         assertEquals("local:" + leader.id(), notLeader.leaderAddress());
     }
