@@ -73,6 +73,8 @@ public final class RaftCore {
     private String transferTarget;
     private int transferElapsed;
     private final Set<String> transferTried = new HashSet<>();
+    /** A leader demoted to non-voter hands over through a transfer, then steps down (also if the transfer fails). */
+    private boolean stepDownAfterTransfer;
     private final ArrayDeque<HeldProposal> held = new ArrayDeque<>();
     private final ArrayDeque<PendingRead> pendingReads = new ArrayDeque<>();
     private final ArrayDeque<Long> readsAwaitingCommit = new ArrayDeque<>();
@@ -548,6 +550,7 @@ public final class RaftCore {
         departingSince.clear();
         transferTarget = null;
         transferTried.clear();
+        stepDownAfterTransfer = false;
     }
 
     private void becomePreCandidate() {
@@ -1180,6 +1183,10 @@ public final class RaftCore {
     private void abortTransfer() {
         events.add(new CoreEvent.TransferFailed(transferTarget));
         transferTarget = null;
+        if (stepDownAfterTransfer) {
+            becomeFollower(term, null); // demoted, and the successor did not catch up in time: step down all the same
+            return;
+        }
         while (!held.isEmpty()) {
             HeldProposal proposal = held.removeFirst();
             if (log.lastIndex() - log.committed >= config.maxUncommittedEntries()) {
@@ -1280,6 +1287,32 @@ public final class RaftCore {
     }
 
     /**
+     * A leader demoted to non-voter: it hands leadership to the most up-to-date recently active voter. When that
+     * voter has every entry, TimeoutNow goes at once and the leader steps down; otherwise the hand-over is a
+     * transfer (the voter catches up, then gets TimeoutNow) and the leader steps down once it ends, whether it
+     * worked or timed out. Stepping down at once with a voter behind would leave the cluster to election timeouts,
+     * and two voters timing out together split the vote: a second election.
+     */
+    private void handOverAfterDemotion() {
+        String successor = null;
+        long best = -1;
+        for (Server voter : lastCommittedConfiguration.voters()) {
+            Progress pr = progress.get(voter.id());
+            if (pr != null && pr.recentActive && pr.match > best) {
+                best = pr.match;
+                successor = voter.id();
+            }
+        }
+        if (successor == null || best == log.lastIndex() || transferTarget != null) {
+            handOverAndStepDown();
+            return;
+        }
+        broadcastAppend();
+        stepDownAfterTransfer = true;
+        startTransfer(successor);
+    }
+
+    /**
      * The commit index moved: note a newly committed configuration, and act on this server's removal — but
      * only once {@code caughtUp} with the leader's commit, so that a server rejoining after its removal
      * does not act on that old removal while the entry that added it again is still on its way.
@@ -1291,14 +1324,17 @@ public final class RaftCore {
             lastCommittedConfiguration = committed;
             lastCommittedConfigurationIndex = index;
             events.add(new CoreEvent.ConfigurationCommitted(committed, index));
-            if (committed.contains(id) && index >= configurationFloor && index >= lastMemberConfigurationIndex) {
+            // The newest committed configuration that holds this server, even one the commit index jumped over
+            // (added back, then removed again, in one step): it was a member, so that removal is its own.
+            long member = committed.contains(id) ? index : log.latestConfigurationIndexContaining(id, log.committed);
+            if (member > 0 && member >= configurationFloor && member > lastMemberConfigurationIndex) {
                 memberOfCommitted = true;
                 departed = false;
-                lastMemberConfiguration = committed;
-                lastMemberConfigurationIndex = Math.max(lastMemberConfigurationIndex, index);
-                if (role == Role.LEADER && !committed.isVoter(id)) {
-                    handOverAndStepDown(); // demoted to non-voter (hashicorp/raft #524)
-                }
+                lastMemberConfiguration = log.configurationAt(member);
+                lastMemberConfigurationIndex = member;
+            }
+            if (committed.contains(id) && role == Role.LEADER && !committed.isVoter(id) && !stepDownAfterTransfer) {
+                handOverAfterDemotion(); // demoted to non-voter (hashicorp/raft #524)
             }
         }
         if (caughtUp && removalCommittedHere()) {

@@ -260,8 +260,13 @@ final class RaftLog {
 
     /** The index of the newest configuration in the log that holds {@code serverId}; 0 when none does. */
     long latestConfigurationIndexContaining(String serverId) {
+        return latestConfigurationIndexContaining(serverId, Long.MAX_VALUE);
+    }
+
+    /** The index of the newest configuration at or below {@code upTo} that holds {@code serverId}; 0 when none does. */
+    long latestConfigurationIndexContaining(String serverId, long upTo) {
         for (int i = configurations.size() - 1; i >= 0; i--) {
-            if (configurations.get(i).configuration.contains(serverId)) {
+            if (configurations.get(i).index <= upTo && configurations.get(i).configuration.contains(serverId)) {
                 return configurations.get(i).index;
             }
         }

@@ -14,6 +14,9 @@ import java.util.Set;
  */
 final class SimNetwork {
 
+    /** With {@code -Dsim.traceNode=n2}, prints every message delivered to or from that server, with its time. */
+    private static final String TRACE_NODE = System.getProperty("sim.traceNode");
+
     private final Simulation simulation;
     private final Random random;
     private final Set<String> blocked = new HashSet<>();
@@ -98,6 +101,9 @@ final class SimNetwork {
             return;
         }
         delivered++;
+        if (TRACE_NODE != null && (message.to().equals(TRACE_NODE) || message.from().equals(TRACE_NODE))) {
+            System.out.println(simulation.now() + " deliver " + message);
+        }
         to.receive(message, content);
     }
 }
