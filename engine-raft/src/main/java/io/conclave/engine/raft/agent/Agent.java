@@ -316,7 +316,7 @@ public final class Agent implements AutoCloseable {
         });
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
         http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
-        return http.listen(vertx, config.clientAddr(), config.ports().http());
+        return http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
     }
 
     /**
@@ -520,6 +520,11 @@ public final class Agent implements AutoCloseable {
     /** What Vert.x's blocked-thread checker reported in this agent. */
     public BlockedThreadWatch blockedThreads() {
         return blockedThreads;
+    }
+
+    /** Bytes of HTTP request bodies buffered now, under {@code limits.http_max_body_bytes_in_flight}. */
+    public long httpBodyBytesInFlight() {
+        return http.bodyBudget().inFlight();
     }
 
     public int httpPort() {

@@ -27,6 +27,7 @@ public record ConclaveConfig(
         boolean leaveOnTerminate,
         Raft raft,
         Autopilot autopilot,
+        Limits limits,
         Map<String, String> plugins,
         Map<String, JsonObject> pluginConfig,
         Optional<Path> pluginsDir,
@@ -50,6 +51,17 @@ public record ConclaveConfig(
      */
     public record Raft(Duration heartbeatInterval, Duration electionTimeoutMin, Duration electionTimeoutMax,
                        long snapshotThreshold, long trailingLogs, Duration snapshotInterval) {
+    }
+
+    /**
+     * {@code limits}: what the HTTP server admits. Past {@code httpMaxConnsPerClient} connections from one address, or
+     * {@code httpMaxConns} in all, a request is answered 429 and its connection closed (Consul's
+     * {@code http_max_conns_per_client}); a connection that takes longer than {@code httpHeaderTimeout} to send a
+     * request's headers, or stays idle that long between requests, is closed (never one with a request in
+     * progress: a blocking query may wait 10 minutes); request bodies buffered at once may hold at most
+     * {@code httpMaxBodyBytesInFlight} bytes in all, past which a write is answered 503 with {@code Retry-After}.
+     */
+    public record Limits(int httpMaxConnsPerClient, int httpMaxConns, Duration httpHeaderTimeout, long httpMaxBodyBytesInFlight) {
     }
 
     /** {@code autopilot}: Consul's keys. */

@@ -161,6 +161,7 @@ public final class ConfigLoader {
         boolean leaveOnTerminate = json.bool("leave_on_terminate", false);
         ConclaveConfig.Raft raft = readRaft(json.object("raft"));
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
+        ConclaveConfig.Limits limits = readLimits(json.object("limits"));
         Map<String, String> plugins = readPlugins(json.object("plugins"));
         Map<String, JsonObject> pluginConfig = readPluginConfig(json);
         String pluginsDirText = json.string("plugins_dir", null);
@@ -169,7 +170,7 @@ public final class ConfigLoader {
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
-                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, plugins,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, limits, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
     }
 
@@ -211,6 +212,24 @@ public final class ConfigLoader {
                     + "\" must divide raft.election_timeout_min and raft.election_timeout_max (the core counts in heartbeat ticks)");
         }
         return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs, snapshotInterval);
+    }
+
+    /** Connections one client address may hold: enough for 2,000 blocking watchers from one host, and more. */
+    public static final int DEFAULT_HTTP_MAX_CONNS_PER_CLIENT = 2_500;
+    public static final int DEFAULT_HTTP_MAX_CONNS = 10_000;
+    public static final Duration DEFAULT_HTTP_HEADER_TIMEOUT = Duration.ofSeconds(30);
+    /** 64 MiB: 128 values of the 512 KiB maximum buffered at once. */
+    public static final long DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT = 64L << 20;
+
+    private static ConclaveConfig.Limits readLimits(JsonReader json) {
+        int perClient = (int) json.integer("http_max_conns_per_client", DEFAULT_HTTP_MAX_CONNS_PER_CLIENT, 1, 1_000_000);
+        int total = (int) json.integer("http_max_conns", DEFAULT_HTTP_MAX_CONNS, 1, 1_000_000);
+        Duration headerTimeout = json.duration("http_header_timeout", DEFAULT_HTTP_HEADER_TIMEOUT, Duration.ofMillis(100),
+                Duration.ofHours(1));
+        long bodyBytes = json.integer("http_max_body_bytes_in_flight", DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
+                io.conclave.engine.raft.transport.Limits.MAX_VALUE_BYTES, 1L << 40);
+        json.finish();
+        return new ConclaveConfig.Limits(perClient, total, headerTimeout, bodyBytes);
     }
 
     private static ConclaveConfig.Autopilot readAutopilot(JsonReader json) {

@@ -1,7 +1,10 @@
 package io.conclave.engine.raft.http;
 
+import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
@@ -37,6 +40,83 @@ public final class HttpApi {
 
     private final List<Route> routes = new ArrayList<>();
     private HttpServer server;
+    private ConclaveConfig.Limits limits = new ConclaveConfig.Limits(ConfigLoader.DEFAULT_HTTP_MAX_CONNS_PER_CLIENT,
+            ConfigLoader.DEFAULT_HTTP_MAX_CONNS, ConfigLoader.DEFAULT_HTTP_HEADER_TIMEOUT, ConfigLoader.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT);
+    private BodyBudget bodyBudget = new BodyBudget(limits.httpMaxBodyBytesInFlight());
+    private final java.util.concurrent.ConcurrentHashMap<String, Integer> connectionsByClient = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
+    /** Connections past a limit: their first request is answered 429 and they are closed. */
+    private final java.util.Set<HttpConnection> overLimit = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** The header timer of each connection waiting for a request's headers. */
+    private final java.util.concurrent.ConcurrentHashMap<HttpConnection, Long> headerTimers = new java.util.concurrent.ConcurrentHashMap<>();
+    private Vertx vertx;
+    /** What to do once the request now on a connection is answered, or its connection closes first. */
+    private final java.util.concurrent.ConcurrentHashMap<HttpConnection, Runnable> whenDone = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Runs {@code action} once {@code request} is answered or its connection closed, whichever comes first; once. */
+    public void whenDone(HttpServerRequest request, Runnable action) {
+        whenDone.merge(request.connection(), action, (first, second) -> () -> {
+            first.run();
+            second.run();
+        });
+    }
+
+    private void done(HttpConnection connection) {
+        Runnable action = whenDone.remove(connection);
+        if (action != null) {
+            action.run();
+        }
+    }
+
+    /**
+     * The bytes of request bodies buffered at once, across all connections: a request reserves its body's bytes
+     * before buffering them (from {@code Content-Length}, or chunk by chunk) and releases them once answered.
+     */
+    public static final class BodyBudget {
+        private final long limit;
+        private final java.util.concurrent.atomic.AtomicLong inFlight = new java.util.concurrent.atomic.AtomicLong();
+
+        BodyBudget(long limit) {
+            this.limit = limit;
+        }
+
+        /** Reserves {@code bytes}; false, reserving nothing, when that would pass the limit. */
+        public boolean reserve(long bytes) {
+            while (true) {
+                long current = inFlight.get();
+                if (current + bytes > limit) {
+                    return false;
+                }
+                if (inFlight.compareAndSet(current, current + bytes)) {
+                    return true;
+                }
+            }
+        }
+
+        public void release(long bytes) {
+            inFlight.addAndGet(-bytes);
+        }
+
+        public long limit() {
+            return limit;
+        }
+
+        public long inFlight() {
+            return inFlight.get();
+        }
+    }
+
+    /** Sets the admission limits; before {@link #listen}. */
+    public HttpApi limits(ConclaveConfig.Limits newLimits) {
+        this.limits = newLimits;
+        this.bodyBudget = new BodyBudget(newLimits.httpMaxBodyBytesInFlight());
+        return this;
+    }
+
+    /** The budget request bodies are buffered under. */
+    public BodyBudget bodyBudget() {
+        return bodyBudget;
+    }
 
     /** Registers a handler of {@code method} on exactly {@code path}. */
     public HttpApi route(HttpMethod method, String path, Handler handler) {
@@ -52,10 +132,54 @@ public final class HttpApi {
 
     /** Starts listening; the future gives the bound port. */
     public Future<Integer> listen(Vertx vertx, String host, int port) {
+        this.vertx = vertx;
+        // HTTP/1.1 only (as Consul's API): without h2c detection Vert.x hands over each connection as it is
+        // accepted, so that the header timeout starts then, not once the first request's headers are complete
         server = vertx.createHttpServer(new HttpServerOptions().setHost(host).setPort(port)
-                .setMaxInitialLineLength(8192).setMaxHeaderSize(16384));
+                .setMaxInitialLineLength(8192).setMaxHeaderSize(16384).setHttp2ClearTextEnabled(false));
+        server.connectionHandler(this::admit);
         server.requestHandler(this::dispatch);
         return server.listen().map(HttpServer::actualPort);
+    }
+
+    /** A new connection: counted per client address and in all, and given until its headers' deadline. */
+    private void admit(HttpConnection connection) {
+        String client = connection.remoteAddress() == null ? "?" : connection.remoteAddress().hostAddress();
+        int fromClient = connectionsByClient.merge(client, 1, Integer::sum);
+        int total = connections.incrementAndGet();
+        if (fromClient > limits.httpMaxConnsPerClient() || total > limits.httpMaxConns()) {
+            overLimit.add(connection);
+        }
+        connection.closeHandler(closed -> {
+            connectionsByClient.computeIfPresent(client, (address, count) -> count <= 1 ? null : count - 1);
+            connections.decrementAndGet();
+            overLimit.remove(connection);
+            done(connection);
+            Long timer = headerTimers.remove(connection);
+            if (timer != null) {
+                vertx.cancelTimer(timer);
+            }
+        });
+        awaitHeaders(connection);
+    }
+
+    /**
+     * Closes {@code connection} unless a request's headers arrive within the header timeout: a client that sends
+     * its headers slowly, or keeps a connection idle between requests, does not hold it for ever. A request in
+     * progress is never cut: the timer runs only while no request is.
+     */
+    private void awaitHeaders(HttpConnection connection) {
+        long timer = vertx.setTimer(limits.httpHeaderTimeout().toMillis(), id -> {
+            if (headerTimers.remove(connection, id)) {
+                LOG.debug("closing a connection from {}: no request headers within {} ms", connection.remoteAddress(),
+                        limits.httpHeaderTimeout().toMillis());
+                connection.close();
+            }
+        });
+        Long previous = headerTimers.put(connection, timer);
+        if (previous != null) {
+            vertx.cancelTimer(previous);
+        }
     }
 
     public Future<Void> close() {
@@ -63,14 +187,35 @@ public final class HttpApi {
     }
 
     private void dispatch(HttpServerRequest request) {
-        String path = request.path();
-        if (LOG.isDebugEnabled()) {
-            // as Consul does: every request at DEBUG, with its duration once answered
-            long started = System.nanoTime();
-            LOG.debug("request {} {}", request.method(), request.uri());
-            request.response().endHandler(ignored -> LOG.debug("request {} {} answered {} in {} us", request.method(),
-                    request.uri(), request.response().getStatusCode(), (System.nanoTime() - started) / 1000));
+        HttpConnection connection = request.connection();
+        Long timer = headerTimers.remove(connection);
+        if (timer != null) {
+            vertx.cancelTimer(timer);
         }
+        long started = System.nanoTime();
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("request {} {}", request.method(), request.uri()); // as Consul does: every request at DEBUG
+        }
+        request.response().endHandler(ended -> {
+            done(connection);
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("request {} {} answered {} in {} us", request.method(), request.uri(),
+                        request.response().getStatusCode(), (System.nanoTime() - started) / 1000);
+            }
+            if (!overLimit.contains(connection)) {
+                awaitHeaders(connection); // idle until the next request's headers
+            }
+        });
+        if (overLimit.contains(connection)) {
+            String client = connection.remoteAddress() == null ? "?" : connection.remoteAddress().hostAddress();
+            request.response().setStatusCode(429).putHeader("Connection", "close").putHeader("Retry-After", "1")
+                    .putHeader("Content-Type", "text/plain; charset=utf-8")
+                    .end("too many connections: at most " + limits.httpMaxConnsPerClient() + " from one address (" + client + " has "
+                            + connectionsByClient.getOrDefault(client, 0) + ") and " + limits.httpMaxConns() + " in all\n")
+                    .onComplete(done -> connection.close());
+            return;
+        }
+        String path = request.path();
         boolean pathKnown = false;
         for (Route route : routes) {
             boolean matches = route.prefix ? path.startsWith(route.path) : path.equals(route.path);

@@ -55,6 +55,7 @@ public final class KvHttpApi {
     private final RaftNode node;
     private final LeaderForwarder forwarder;
     private final Duration attemptTimeout;
+    private HttpApi http;
 
     /**
      * @param forwarder      where a follower sends writes and linearizable reads; {@code null} to refuse them
@@ -72,6 +73,7 @@ public final class KvHttpApi {
 
     /** Registers the routes on {@code http}. */
     public void register(HttpApi http) {
+        this.http = http;
         http.routePrefix(HttpMethod.GET, PREFIX, this::get);
         http.routePrefix(HttpMethod.PUT, PREFIX, this::put);
         http.routePrefix(HttpMethod.DELETE, PREFIX, this::delete);
@@ -79,11 +81,17 @@ public final class KvHttpApi {
 
     /** The key: the rest of the path, percent-decoded as UTF-8 (clients encode '/' in keys as %2F). */
     static String key(HttpServerRequest request) {
+        String key;
         try {
-            return HttpApi.percentDecode(request.path().substring(PREFIX.length()));
+            key = HttpApi.percentDecode(request.path().substring(PREFIX.length()));
         } catch (IllegalArgumentException e) {
             throw new BadRequest(e.getMessage() + " in the key");
         }
+        int bytes = key.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > Limits.MAX_KEY_BYTES) {
+            throw new BadRequest("key of " + bytes + " bytes is above the " + Limits.MAX_KEY_BYTES + " byte limit");
+        }
+        return key;
     }
 
     /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */
@@ -273,11 +281,32 @@ public final class KvHttpApi {
             HttpApi.error(request, 413, "value of " + length + " bytes is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
             return;
         }
+        // Bodies buffered at once share one budget: reserved from Content-Length up front, or chunk by chunk,
+        // and released once the request is answered (or its connection closes).
+        HttpApi.BodyBudget budget = http.bodyBudget();
+        long declared = length == null ? -1 : parseLength(length);
+        long[] reserved = {0};
+        http.whenDone(request, () -> budget.release(reserved[0]));
+        if (declared > 0) {
+            if (!budget.reserve(declared)) {
+                refuseBusy(request, budget);
+                return;
+            }
+            reserved[0] = declared;
+        }
         Buffer body = Buffer.buffer();
         boolean[] tooLarge = {false};
         request.handler(chunk -> {
             if (tooLarge[0]) {
                 return; // answered; the connection is closing
+            }
+            if (declared < 0) {
+                if (!budget.reserve(chunk.length())) {
+                    tooLarge[0] = true;
+                    refuseBusy(request, budget);
+                    return;
+                }
+                reserved[0] += chunk.length();
             }
             if (body.length() + chunk.length() > Limits.MAX_VALUE_BYTES) {
                 tooLarge[0] = true; // a chunked body past the limit: answered at once, never read to its end
@@ -291,6 +320,13 @@ public final class KvHttpApi {
                 write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas));
             }
         });
+    }
+
+    /** Too many request bodies are buffered at once: 503, come back shortly (the connection is closed). */
+    private static void refuseBusy(HttpServerRequest request, HttpApi.BodyBudget budget) {
+        request.response().putHeader("Retry-After", "1");
+        HttpApi.error(request, 503, "too many request bodies in flight: " + budget.inFlight() + " of at most " + budget.limit()
+                + " bytes (limits.http_max_body_bytes_in_flight); try again shortly");
     }
 
     private static long parseLength(String length) {

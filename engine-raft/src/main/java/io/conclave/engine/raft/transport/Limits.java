@@ -7,6 +7,11 @@ package io.conclave.engine.raft.transport;
  */
 public final class Limits {
 
+    /**
+     * The longest key, in bytes of UTF-8 once percent-decoded: longer ones are refused (400). Consul names no
+     * limit beyond its request line; 4 KiB leaves room under the HTTP server's 8 KiB request line.
+     */
+    public static final int MAX_KEY_BYTES = 4096;
     /** Consul's limit on a key's value. */
     public static final int MAX_VALUE_BYTES = 512 * 1024;
     /** A value plus its key and the command's framing. */

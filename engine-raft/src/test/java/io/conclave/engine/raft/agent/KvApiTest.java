@@ -178,6 +178,10 @@ class KvApiTest {
         assertEquals(index, call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index"), "nothing was written");
         assertEquals("true", call(HttpMethod.PUT, "/v1/kv/exactly-max", Buffer.buffer(new byte[512 * 1024])).body(),
                 "a 512 KiB value is accepted");
+        Response longKey = callOnce(HttpMethod.PUT, "/v1/kv/" + "k".repeat(4097), Buffer.buffer("x"));
+        assertEquals(400, longKey.status(), "a key above 4096 bytes");
+        assertTrue(longKey.body().contains("4096 byte limit"), longKey.body());
+        assertEquals("true", put("/v1/kv/" + "k".repeat(4096), "x").body(), "a key of exactly 4096 bytes is accepted");
     }
 
     @Test
