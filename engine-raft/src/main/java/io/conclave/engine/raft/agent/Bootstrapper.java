@@ -40,6 +40,12 @@ final class Bootstrapper {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
     static final long ROUND_MILLIS = 250;
+    /**
+     * A server heard from (its Hello, or its answer to ours) counts as seen for this long: servers that are forming
+     * a cluster hear from each other every round, and a stray Hello (a server since stopped, or started again
+     * with a new ID) is forgotten instead of stalling the formation for ever.
+     */
+    static final long SEEN_FOR_MILLIS = 20 * ROUND_MILLIS;
 
     private final Vertx vertx;
     private final GrpcClient client;
@@ -51,7 +57,9 @@ final class Bootstrapper {
     private final BooleanSupplier hasRaftState;
     private final java.util.function.Supplier<String> clusterId;
     private final Consumer<ClusterConfiguration> onBootstrap;
-    private final Set<String> seen = ConcurrentHashMap.newKeySet();
+    /** Node ID -> when it was last heard from (the clock's nanoseconds). */
+    private final Map<String, Long> heardAt = new ConcurrentHashMap<>();
+    private final java.util.function.LongSupplier nanoClock;
     private volatile boolean done;
     private String lastReport = "";
     private long timerId = -1;
@@ -59,6 +67,14 @@ final class Bootstrapper {
     Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
                  String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
                  Consumer<ClusterConfiguration> onBootstrap) {
+        this(vertx, client, membership, expect, selfId, selfAddress, datacenter, hasRaftState, clusterId, onBootstrap, System::nanoTime);
+    }
+
+    /** As above, with the clock that dates what was heard (a test's own). */
+    Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
+                 String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
+                 Consumer<ClusterConfiguration> onBootstrap, java.util.function.LongSupplier nanoClock) {
+        this.nanoClock = nanoClock;
         this.clusterId = clusterId;
         this.vertx = vertx;
         this.client = client;
@@ -69,7 +85,19 @@ final class Bootstrapper {
         this.datacenter = datacenter;
         this.hasRaftState = hasRaftState;
         this.onBootstrap = onBootstrap;
+    }
+
+    private void heard(String nodeId) {
+        heardAt.put(nodeId, nanoClock.getAsLong());
+    }
+
+    /** This server and those heard from within {@link #SEEN_FOR_MILLIS}; older ones are forgotten. */
+    TreeSet<String> seen() {
+        long oldest = nanoClock.getAsLong() - java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(SEEN_FOR_MILLIS);
+        heardAt.values().removeIf(at -> at - oldest < 0);
+        TreeSet<String> seen = new TreeSet<>(heardAt.keySet());
         seen.add(selfId);
+        return seen;
     }
 
     /** The cluster ID of a cluster bootstrapped with these servers: the same on every one of them. */
@@ -82,10 +110,10 @@ final class Bootstrapper {
     /** Answers another server's Hello: this server's ID, whether it has Raft state, whom it sees. */
     HelloResponse answer(HelloRequest request) {
         if (!request.getFromId().isEmpty() && datacenter.equals(request.getDatacenter())) {
-            seen.add(request.getFromId());
+            heard(request.getFromId());
         }
         return HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
-                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(new TreeSet<>(seen))
+                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen())
                 .setClusterId(clusterId.get() == null ? "" : clusterId.get()).build();
     }
 
@@ -142,7 +170,7 @@ final class Bootstrapper {
                 return;
             }
             HelloResponse answer = call.result();
-            seen.add(answer.getNodeId());
+            heard(answer.getNodeId());
             addressOfId.put(answer.getNodeId(), addresses.get(i));
         }
         Set<String> ids = addressOfId.keySet();
@@ -170,8 +198,8 @@ final class Bootstrapper {
                 return;
             }
         }
-        if (!new TreeSet<>(seen).equals(ids)) {
-            report("bootstrap: this server sees " + new TreeSet<>(seen) + ", the others " + ids + "; waiting");
+        if (!seen().equals(ids)) {
+            report("bootstrap: this server sees " + seen() + ", the others " + ids + "; waiting");
             return;
         }
         done = true;
