@@ -1271,19 +1271,23 @@ public final class RaftCore {
     private void handOverAndStepDown() {
         broadcastAppend();
         broadcastHeartbeat(readContext);
-        String successor = null;
-        long best = -1;
-        for (Server voter : lastCommittedConfiguration.voters()) {
-            Progress pr = progress.get(voter.id());
-            if (pr != null && pr.recentActive && pr.match > best) {
-                best = pr.match;
-                successor = voter.id();
-            }
-        }
-        if (successor != null && best == log.lastIndex()) {
-            send(Message.of(MessageType.TIMEOUT_NOW, id, successor, term));
+        Progress successor = bestSuccessor();
+        if (successor != null && successor.match == log.lastIndex()) {
+            send(Message.of(MessageType.TIMEOUT_NOW, id, successor.id, term));
         }
         becomeFollower(term, null);
+    }
+
+    /** The recently active voter of the committed configuration with the highest match; {@code null} when none. */
+    private Progress bestSuccessor() {
+        Progress best = null;
+        for (Server voter : lastCommittedConfiguration.voters()) {
+            Progress pr = progress.get(voter.id());
+            if (pr != null && pr.recentActive && (best == null || pr.match > best.match)) {
+                best = pr;
+            }
+        }
+        return best;
     }
 
     /**
@@ -1294,22 +1298,14 @@ public final class RaftCore {
      * and two voters timing out together split the vote: a second election.
      */
     private void handOverAfterDemotion() {
-        String successor = null;
-        long best = -1;
-        for (Server voter : lastCommittedConfiguration.voters()) {
-            Progress pr = progress.get(voter.id());
-            if (pr != null && pr.recentActive && pr.match > best) {
-                best = pr.match;
-                successor = voter.id();
-            }
-        }
-        if (successor == null || best == log.lastIndex() || transferTarget != null) {
+        Progress successor = bestSuccessor();
+        if (successor == null || successor.match == log.lastIndex() || transferTarget != null) {
             handOverAndStepDown();
             return;
         }
         broadcastAppend();
         stepDownAfterTransfer = true;
-        startTransfer(successor);
+        startTransfer(successor.id);
     }
 
     /**

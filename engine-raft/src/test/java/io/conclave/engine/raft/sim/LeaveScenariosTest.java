@@ -333,18 +333,27 @@ class LeaveScenariosTest {
         });
     }
 
+    /**
+     * The leader proposes the removal of {@code follower}, which persists it and is then cut off before it can
+     * hear that it committed. Returns the removal's index.
+     */
+    private static long removalHeldByTheRemovedServerAlone(Simulation sim, SimNode leader, SimNode follower) {
+        sim.runFor(1_000);
+        ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
+        leader.pump();
+        long index = ((ProposalOutcome.Appended) outcome).index();
+        assertTrue(sim.runUntil(() -> follower.disk.lastIndex() >= index, 2_000), "its removal is on its disk");
+        sim.isolate(follower);
+        return index;
+    }
+
     @Test
     void when_a_removed_server_restarts_before_it_learns_the_commit_then_it_still_applies_the_policy(TestInfo info) {
         ScenarioSeeds.each(info, seed -> {
             Simulation sim = cluster(info, seed).build();
             SimNode leader = sim.awaitLeader(10_000);
-            sim.runFor(1_000);
             SimNode follower = aFollower(sim);
-            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
-            leader.pump();
-            long index = ((ProposalOutcome.Appended) outcome).index();
-            assertTrue(sim.runUntil(() -> follower.disk.lastIndex() >= index, 2_000), "its removal is on its disk");
-            sim.isolate(follower); // before it hears that the removal committed
+            long index = removalHeldByTheRemovedServerAlone(sim, leader, follower);
             assertTrue(sim.runUntil(() -> leader.core.commitIndex() >= index, 5_000), "the others commit the removal");
             assertTrue(follower.core.commitIndex() < index, "it has not learnt the commit");
             sim.crash(follower);
@@ -361,13 +370,8 @@ class LeaveScenariosTest {
         ScenarioSeeds.each(info, seed -> {
             Simulation sim = cluster(info, seed).build();
             SimNode leader = sim.awaitLeader(10_000);
-            sim.runFor(1_000);
             SimNode follower = aFollower(sim);
-            ProposalOutcome outcome = leader.core.proposeConfigChange(1, ConfigChange.remove(follower.id));
-            leader.pump();
-            long index = ((ProposalOutcome.Appended) outcome).index();
-            assertTrue(sim.runUntil(() -> follower.core.lastIndex() >= index, 2_000), "it appended its removal");
-            sim.isolate(follower);
+            long index = removalHeldByTheRemovedServerAlone(sim, leader, follower);
             assertTrue(sim.runUntil(() -> sim.nodes().stream().filter(n -> n != follower)
                     .allMatch(n -> n.core.commitIndex() >= index), 5_000), "every other server knows the removal committed");
             sim.crash(leader); // the leader that would have told it is gone
