@@ -12,6 +12,7 @@ module io.conclave.engine.raft {
     requires io.vertx.grpc.common;
     requires com.google.protobuf;
     requires org.slf4j;
+    requires org.pcollections;
 
     exports io.conclave.engine.raft.agent to io.conclave.cli;
     exports io.conclave.engine.raft.config to io.conclave.cli;

@@ -13,7 +13,8 @@ import java.io.OutputStream;
  *
  * <p>Snapshots: {@link #capture()} takes the state as of the last applied index, on the engine's thread,
  * and the engine writes what it returns on its storage worker, off the event loop; {@link #restore(InputStream)}
- * replaces the whole state with a snapshot's content.
+ * replaces the whole state with a snapshot's content; {@link #load(InputStream)} builds a received snapshot's
+ * state off the engine's thread, to be swapped in on it.
  */
 public interface StateMachine {
 
@@ -46,4 +47,23 @@ public interface StateMachine {
 
     /** Replaces the state with a snapshot's content. May block on the input stream. */
     void restore(InputStream input) throws java.io.IOException;
+
+    /** A state read from a snapshot, built off the engine's thread, waiting to replace the live one. */
+    @FunctionalInterface
+    interface Restoration {
+        /** Replaces the live state; called on the engine's thread, between two {@link #apply} calls, so it should be cheap. */
+        void install() throws java.io.IOException;
+    }
+
+    /**
+     * Reads a snapshot's content into a new state without touching the live one: called on the engine's
+     * storage worker while {@link #apply} may run on the engine's thread; the engine then calls
+     * {@link Restoration#install()} on its thread. A state machine whose state is a persistent (immutable) value
+     * builds it here and swaps it in on install. The default keeps the content's bytes and restores from them
+     * on install, which is correct but does the work on the engine's thread.
+     */
+    default Restoration load(InputStream input) throws java.io.IOException {
+        byte[] content = input.readAllBytes();
+        return () -> restore(new java.io.ByteArrayInputStream(content));
+    }
 }

@@ -98,10 +98,24 @@ public final class Agent implements AutoCloseable {
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
         // No file cache: Vert.x would make a vertx-cache-* folder in java.io.tmpdir, which a killed agent leaves
         // behind; Conclave serves no files from its class path.
-        this.vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setFileSystemOptions(new io.vertx.core.file.FileSystemOptions()
-                .setFileCachingEnabled(false).setClassPathResolvingEnabled(false)));
+        io.vertx.core.VertxOptions options = new io.vertx.core.VertxOptions().setFileSystemOptions(new io.vertx.core.file.FileSystemOptions()
+                .setFileCachingEnabled(false).setClassPathResolvingEnabled(false));
+        Long eventLoopLimit = Long.getLong(EVENT_LOOP_LIMIT_PROPERTY);
+        if (eventLoopLimit != null) { // a diagnostic: report any event loop held longer than this (Vert.x's default is 2 s)
+            options.setMaxEventLoopExecuteTime(eventLoopLimit).setMaxEventLoopExecuteTimeUnit(java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .setBlockedThreadCheckInterval(Math.max(5, eventLoopLimit / 5))
+                    .setBlockedThreadCheckIntervalUnit(java.util.concurrent.TimeUnit.MILLISECONDS);
+        }
+        this.vertx = Vertx.vertx(options);
         this.blockedThreads = BlockedThreadWatch.install(vertx);
     }
+
+    /**
+     * System property: the longest an event loop may run one task, in milliseconds, before Vert.x's checker
+     * reports it ({@link #blockedThreads()}, {@code vertx.blocked_thread.reports}); unset, Vert.x's 2 s. A
+     * diagnostic for tests and for operators hunting a stall.
+     */
+    public static final String EVENT_LOOP_LIMIT_PROPERTY = "conclave.eventLoopLimitMillis";
 
     /**
      * Starts an agent. Everything that can be checked without writing is checked first: configuration

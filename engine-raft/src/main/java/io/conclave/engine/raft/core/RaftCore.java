@@ -362,6 +362,14 @@ public final class RaftCore {
                 || log.appliedHandedOut < Math.min(log.committed, log.unpersistedFrom - 1);
     }
 
+    /**
+     * The ID of the received snapshot this server accepted and has not yet handed out in a {@link Ready}, or
+     * {@code null}: right after {@link #step} of an INSTALL_SNAPSHOT, whether the core will install it.
+     */
+    public String snapshotAwaitingInstall() {
+        return snapshotToInstall == null ? null : snapshotToInstall.id();
+    }
+
     /** Collects what the driver must do now. Call {@link #advance} before the next call. */
     public Ready ready() {
         if (outstanding != null) {

@@ -2,7 +2,6 @@ package io.conclave.engine.raft.http;
 
 import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
-import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
@@ -14,15 +13,9 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Base64;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -171,11 +164,13 @@ public final class KvHttpApi {
             return;
         }
         boolean stale = request.params().contains("stale");
+        io.vertx.core.Context requestContext = vertx.getOrCreateContext(); // the HTTP server's event loop for this request
         Future<Long> ready = stale ? Future.succeededFuture(0L) : retryWhileNotApplied(() -> bounded(linearizableRead(),
                 () -> new TimeoutException("no read confirmation from the leader within " + attemptTimeout.toMillis() + " ms")),
                 deadlineForLeader());
         ready.compose(ignored -> awaitIndex(index, wait))
-                .compose(ignored -> node.read(machine -> answerGet((KvStateMachine) machine, request, key)))
+                .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view())) // O(1) on the node's context
+                .onSuccess(view -> KvAnswer.send(requestContext, request, view, key)) // built on a worker, streamed
                 .onFailure(error -> fail(request, error));
     }
 
@@ -205,55 +200,6 @@ public final class KvHttpApi {
             return Future.<Void>future(promise -> vertx.setTimer(BLOCKING_POLL_MILLIS, id -> promise.complete()))
                     .compose(v -> awaitIndex(index, Duration.ofNanos(Math.max(0, deadline - System.nanoTime()))));
         });
-    }
-
-    private static Void answerGet(KvStateMachine kv, HttpServerRequest request, String key) {
-        request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, kv.index())));
-        if (request.params().contains("keys")) {
-            String separator = request.getParam("separator");
-            Set<String> keys = new LinkedHashSet<>();
-            for (KvEntry entry : kv.list(key)) {
-                String name = entry.key();
-                if (separator != null && !separator.isEmpty()) {
-                    int at = name.indexOf(separator, key.length());
-                    if (at >= 0) {
-                        name = name.substring(0, at + separator.length());
-                    }
-                }
-                keys.add(name);
-            }
-            if (keys.isEmpty()) {
-                HttpApi.error(request, 404, "");
-                return null;
-            }
-            HttpApi.json(request, 200, new JsonArray(new ArrayList<>(keys)));
-            return null;
-        }
-        List<KvEntry> entries = request.params().contains("recurse") ? kv.list(key) : single(kv.get(key));
-        if (entries.isEmpty()) {
-            request.response().setStatusCode(404).end();
-            return null;
-        }
-        if (request.params().contains("raw")) {
-            request.response().setStatusCode(200).end(Buffer.buffer(entries.get(0).value()));
-            return null;
-        }
-        JsonArray array = new JsonArray();
-        for (KvEntry entry : entries) {
-            array.add(new JsonObject()
-                    .put("LockIndex", 0)
-                    .put("Key", entry.key())
-                    .put("Flags", entry.flags())
-                    .put("Value", entry.value().length == 0 ? null : Base64.getEncoder().encodeToString(entry.value()))
-                    .put("CreateIndex", entry.createIndex())
-                    .put("ModifyIndex", entry.modifyIndex()));
-        }
-        HttpApi.json(request, 200, array);
-        return null;
-    }
-
-    private static List<KvEntry> single(KvEntry entry) {
-        return entry == null ? List.of() : List.of(entry);
     }
 
     // ---------------------------------------------------------------- PUT and DELETE

@@ -10,16 +10,21 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.TreeMap;
+import org.pcollections.TreePMap;
 
 /**
  * The replicated key/value store with Consul's semantics: values with flags, CreateIndex and ModifyIndex
  * (Raft indexes), check-and-set, recursive delete. The store's own index only moves forward — a delete
  * moves it too — so that a blocking query's {@code X-Consul-Index} never goes backwards.
  *
- * <p>Threading: called by the node's context only (see {@link StateMachine}). A bad command is answered
- * with "false", not an exception: every server applies the same command.
+ * <p>The state is a persistent sorted map (pcollections' {@code TreePMap}): each write makes a new version that
+ * shares all but O(log n) nodes with the previous one, so a {@link #view()} for a read or a snapshot is taken in
+ * O(1) and read anywhere, and a snapshot is loaded off the node's context and swapped in.
+ *
+ * <p>Threading: called by the node's context only (see {@link StateMachine}), except {@link #load}, which
+ * touches nothing live. A bad command is answered with "false", not an exception: every server applies the
+ * same command.
  */
 public final class KvStateMachine implements StateMachine {
 
@@ -27,7 +32,7 @@ public final class KvStateMachine implements StateMachine {
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
     private static final int SNAPSHOT_VERSION = 1;
 
-    private final TreeMap<String, KvEntry> entries = new TreeMap<>();
+    private TreePMap<String, KvEntry> entries = TreePMap.empty();
     private long index;
 
     @Override
@@ -43,7 +48,7 @@ public final class KvStateMachine implements StateMachine {
             case PUT -> put(raftIndex, kv) ? TRUE : FALSE;
             case DELETE -> delete(kv) ? TRUE : FALSE;
             case DELETE_TREE -> {
-                entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).clear();
+                entries = entries.minusAll(entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).keySet());
                 yield TRUE;
             }
         };
@@ -55,7 +60,7 @@ public final class KvStateMachine implements StateMachine {
             return false;
         }
         long createIndex = existing == null ? raftIndex : existing.createIndex();
-        entries.put(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), createIndex, raftIndex));
+        entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), createIndex, raftIndex));
         return true;
     }
 
@@ -63,7 +68,7 @@ public final class KvStateMachine implements StateMachine {
         if (!casHolds(entries.get(kv.key()), kv.cas())) {
             return false;
         }
-        entries.remove(kv.key());
+        entries = entries.minus(kv.key());
         return true;
     }
 
@@ -79,10 +84,14 @@ public final class KvStateMachine implements StateMachine {
         return entries.get(key);
     }
 
-    /** The entries whose key starts with {@code prefix}, in key order. */
+    /** The entries whose key starts with {@code prefix}, in key order (a copy: for tests and small answers). */
     public List<KvEntry> list(String prefix) {
-        NavigableMap<String, KvEntry> range = entries.subMap(prefix, true, prefix + Character.MAX_VALUE, true);
-        return new ArrayList<>(range.values());
+        return new ArrayList<>(view().withPrefix(prefix));
+    }
+
+    /** The store as it is now, immutable, in O(1): to be read on any thread. */
+    public KvView view() {
+        return new KvView(index, entries);
     }
 
     /** The highest Raft index applied to the store (X-Consul-Index); never goes backwards. */
@@ -101,15 +110,14 @@ public final class KvStateMachine implements StateMachine {
         write(output, index, entries);
     }
 
-    /** A copy of the map's references (entries are immutable): the serialization happens later, elsewhere. */
+    /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
     @Override
     public Capture capture() {
-        long capturedIndex = index;
-        TreeMap<String, KvEntry> copy = new TreeMap<>(entries);
-        return output -> write(output, capturedIndex, copy);
+        KvView view = view();
+        return output -> write(output, view.index(), view.entries());
     }
 
-    private static void write(OutputStream output, long index, java.util.SortedMap<String, KvEntry> entries) throws IOException {
+    private static void write(OutputStream output, long index, Map<String, KvEntry> entries) throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(index);
@@ -128,25 +136,40 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void restore(InputStream input) throws IOException {
-        DataInputStream data = new DataInputStream(input);
+        load(input).install();
+    }
+
+    /** Reads the snapshot into a new map (off the node's context); install swaps it in, in O(1). */
+    @Override
+    public Restoration load(InputStream input) throws IOException {
+        DataInputStream data = new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
         int version = data.readInt();
         if (version != SNAPSHOT_VERSION) {
             throw new IOException("unknown key/value snapshot version " + version);
         }
-        TreeMap<String, KvEntry> restored = new TreeMap<>();
         long restoredIndex = data.readLong();
         int count = data.readInt();
+        if (count < 0) {
+            throw new IOException("damaged key/value snapshot: " + count + " entries");
+        }
+        TreeMap<String, KvEntry> read = new TreeMap<>();
         for (int i = 0; i < count; i++) {
             String key = data.readUTF();
             long flags = data.readLong();
             long createIndex = data.readLong();
             long modifyIndex = data.readLong();
-            byte[] value = new byte[data.readInt()];
+            int length = data.readInt();
+            if (length < 0 || length > io.conclave.engine.raft.transport.Limits.MAX_ENTRY_BYTES) {
+                throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
+            }
+            byte[] value = new byte[length];
             data.readFully(value);
-            restored.put(key, new KvEntry(key, value, flags, createIndex, modifyIndex));
+            read.put(key, new KvEntry(key, value, flags, createIndex, modifyIndex));
         }
-        entries.clear();
-        entries.putAll(restored);
-        index = restoredIndex;
+        TreePMap<String, KvEntry> restored = TreePMap.fromSortedMap(read);
+        return () -> {
+            entries = restored;
+            index = restoredIndex;
+        };
     }
 }

@@ -21,7 +21,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
-import java.io.ByteArrayInputStream;
+import io.vertx.core.buffer.Buffer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -44,10 +44,21 @@ import java.util.function.Consumer;
  */
 public final class RaftNode {
 
-    /** What the node sends through; the transport delivers to the peer's {@link #receive}. */
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("conclave.raft");
+
+    /**
+     * What the node sends through; the transport delivers to the peer's {@link #receive}, and a snapshot's
+     * content to the peer's {@link #receiveSnapshot}.
+     */
     public interface Transport {
-        /** Sends a message; {@code snapshotContent} accompanies an INSTALL_SNAPSHOT. Must not block. */
-        void send(Message message, byte[] snapshotContent);
+        /** Sends a message (never an INSTALL_SNAPSHOT). Must not block. */
+        void send(Message message);
+
+        /**
+         * Sends an INSTALL_SNAPSHOT with its content, read from {@code content} chunk by chunk as the connection
+         * takes it; closes {@code content} when done or failed. Must not block.
+         */
+        void sendSnapshot(Message message, SnapshotTransfer.Source content);
     }
 
     /** Settings of the runtime around the core. */
@@ -65,6 +76,12 @@ public final class RaftNode {
     private final Vertx vertx;
     private final Context context;
     private final WorkerExecutor storageWorker;
+    /**
+     * Snapshots only, beside the log's worker: a snapshot written, sent or received never holds up a log append.
+     * The log's prefix is truncated (on the log's worker) only after the snapshot's commit returned here, and a
+     * received snapshot replaces the log only once committed here.
+     */
+    private final WorkerExecutor snapshotWorker;
     private final RaftCore core;
     private final Storage storage;
     private final StateMachine stateMachine;
@@ -74,7 +91,12 @@ public final class RaftNode {
     private final Map<Long, Promise<byte[]>> heldWrites = new HashMap<>();
     private final Map<Long, Promise<Long>> pendingReads = new HashMap<>();
     private final List<Object[]> readsAwaitingApply = new ArrayList<>();
-    private final Map<String, byte[]> receivedSnapshots = new HashMap<>();
+    /** Received snapshots, whole and checked, not installed yet, by the leader's snapshot ID (on the context). */
+    private final Map<String, ReceivedSnapshot> receivedSnapshots = new HashMap<>();
+    /** Followers a snapshot is on its way to (on the context): the core asks again if it takes long; one at a time. */
+    private final java.util.Set<String> sendingSnapshotTo = new java.util.HashSet<>();
+    /** The state of the snapshot being installed, loaded off the context, swapped in by the cycle's restore step. */
+    private StateMachine.Restoration restoration;
     private final List<Consumer<CoreEvent>> listeners = new ArrayList<>();
     private final NodeMetrics metrics = new NodeMetrics();
     private long nextRequestId = 1;
@@ -129,6 +151,7 @@ public final class RaftNode {
         this.vertx = vertx;
         this.context = vertx.getOrCreateContext();
         this.storageWorker = vertx.createSharedWorkerExecutor("conclave-storage-" + id, 1);
+        this.snapshotWorker = vertx.createSharedWorkerExecutor("conclave-snapshots-" + id, 1);
         this.core = core;
         this.storage = storage;
         this.stateMachine = stateMachine;
@@ -166,6 +189,14 @@ public final class RaftNode {
             applied = snapshot.lastIndex();
             snapshotIndex = snapshot.lastIndex();
         }
+        if (snapshot != null && snapshot.lastIndex() >= storage.log().firstIndex() && snapshot.lastIndex() <= storage.log().lastIndex()
+                && storage.log().get(snapshot.lastIndex()).term() != snapshot.lastTerm()) {
+            // A crash came between committing a received snapshot and discarding the log it replaces: the entries
+            // past it belong to another history. Raft would have discarded them; so do we.
+            storage.log().truncateSuffix(snapshot.lastIndex() + 1 > storage.log().lastIndex() ? storage.log().lastIndex()
+                    : snapshot.lastIndex() + 1);
+            storage.log().sync();
+        }
         long from = snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1;
         List<LogEntry> entries = new ArrayList<>();
         for (long index = Math.max(from, storage.log().firstIndex()); index <= storage.log().lastIndex(); index++) {
@@ -188,21 +219,168 @@ public final class RaftNode {
 
     // ---------------------------------------------------------------- inputs
 
-    /** Delivers a message from a peer (from any thread). */
-    public void receive(Message message, byte[] snapshotContent) {
-        context.runOnContext(v -> {
-            if (stopped) {
-                return;
+    /** Delivers a message from a peer (from any thread); an INSTALL_SNAPSHOT comes through {@link #receiveSnapshot}. */
+    public void receive(Message message) {
+        if (message.type() == MessageType.INSTALL_SNAPSHOT) {
+            return; // without its content: nothing to install
+        }
+        context.runOnContext(v -> step(message));
+    }
+
+    private void step(Message message) {
+        if (stopped) {
+            return;
+        }
+        core.step(message);
+        if (message.from().equals(core.leaderId()) && core.role() != Role.LEADER) {
+            lastLeaderContact = System.nanoTime();
+        }
+        pump();
+    }
+
+    /**
+     * Receives an INSTALL_SNAPSHOT's content (from any thread, one call per transfer): the chunks go into this
+     * node's snapshot store, on its snapshot worker, as they arrive; once the transport checked the whole, the
+     * message reaches the core. The snapshot is committed in the store only if the core installs it; otherwise,
+     * and if the transfer breaks off, what was written is discarded.
+     */
+    public SnapshotTransfer.Sink receiveSnapshot(Message message) {
+        ReceivedSnapshot received = new ReceivedSnapshot(message.snapshot());
+        return new SnapshotTransfer.Sink() {
+            private Future<Void> tail = Future.succeededFuture();
+            private boolean done;
+
+            @Override
+            public Future<Void> write(Buffer chunk) {
+                if (done) {
+                    return Future.failedFuture(new IllegalStateException("the snapshot transfer is over"));
+                }
+                tail = tail.compose(v -> snapshotWorker.executeBlocking(() -> {
+                    received.write(chunk);
+                    return null;
+                }));
+                return tail;
             }
-            if (snapshotContent != null && message.type() == MessageType.INSTALL_SNAPSHOT) {
-                receivedSnapshots.put(message.snapshot().id(), snapshotContent);
+
+            @Override
+            public void finish() {
+                if (done) {
+                    return;
+                }
+                done = true;
+                tail.compose(v -> snapshotWorker.<Void>executeBlocking(() -> {
+                    received.flush();
+                    return null;
+                })).onComplete(result -> context.runOnContext(v -> {
+                    if (result.failed()) {
+                        LOG.warn("node {}: cannot store the snapshot {} from {}: {}", id, message.snapshot().id(), message.from(),
+                                result.cause().getMessage());
+                        discard(received);
+                        return;
+                    }
+                    deliverSnapshot(message, received);
+                }));
             }
-            core.step(message);
-            if (message.from().equals(core.leaderId()) && core.role() != Role.LEADER) {
-                lastLeaderContact = System.nanoTime();
+
+            @Override
+            public void abort(String why) {
+                if (done) {
+                    return;
+                }
+                done = true;
+                LOG.debug("node {}: snapshot {} from {} broke off: {}", id, message.snapshot().id(), message.from(), why);
+                tail.eventually(() -> discard(received));
             }
-            pump();
+        };
+    }
+
+    /** On the context: a received snapshot, whole, goes to the core; kept only if the core will install it. */
+    private void deliverSnapshot(Message message, ReceivedSnapshot received) {
+        if (stopped) {
+            discard(received);
+            return;
+        }
+        String snapshotId = message.snapshot().id();
+        ReceivedSnapshot previous = receivedSnapshots.put(snapshotId, received);
+        if (previous != null) {
+            discard(previous);
+        }
+        core.step(message);
+        if (!snapshotId.equals(core.snapshotAwaitingInstall())) {
+            receivedSnapshots.remove(snapshotId); // refused (stale, or the log already holds it): not installed
+            discard(received);
+        }
+        if (message.from().equals(core.leaderId()) && core.role() != Role.LEADER) {
+            lastLeaderContact = System.nanoTime();
+        }
+        pump();
+    }
+
+    /**
+     * Snapshots being received or received and not yet installed nor discarded (any thread): zero once every
+     * transfer ended, whatever its fate — what tests check after a transfer breaks off.
+     */
+    public int snapshotsInReception() {
+        return receiving.get();
+    }
+
+    private final java.util.concurrent.atomic.AtomicInteger receiving = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Discards a received snapshot that will not be installed (its temporary content is deleted). */
+    private Future<Void> discard(ReceivedSnapshot received) {
+        return snapshotWorker.executeBlocking(() -> {
+            received.discard();
+            return null;
         });
+    }
+
+    /**
+     * A snapshot being received: an open, uncommitted writer of this node's snapshot store, touched only on the
+     * snapshot worker. Invisible to {@link SnapshotStore#list()} until committed, so a restart never restores
+     * from a snapshot the core did not install; a crash leaves only a temporary file, which the store removes.
+     */
+    private final class ReceivedSnapshot {
+        private final SnapshotMeta meta;
+        private SnapshotStore.Writer writer;
+        private boolean over;
+
+        ReceivedSnapshot(SnapshotMeta meta) {
+            this.meta = meta;
+            receiving.incrementAndGet();
+        }
+
+        void write(Buffer chunk) throws IOException {
+            if (over) {
+                throw new IllegalStateException("snapshot " + meta.id() + " was discarded");
+            }
+            if (writer == null) {
+                writer = storage.snapshots().create(meta.lastIndex(), meta.lastTerm(), meta.configuration(), meta.configurationIndex());
+            }
+            writer.output().write(chunk.getBytes());
+        }
+
+        void flush() throws IOException {
+            if (writer == null) {
+                writer = storage.snapshots().create(meta.lastIndex(), meta.lastTerm(), meta.configuration(), meta.configurationIndex());
+            }
+            writer.output().flush();
+        }
+
+        SnapshotMeta commit() {
+            over = true;
+            receiving.decrementAndGet();
+            return writer.commit();
+        }
+
+        void discard() {
+            if (!over) {
+                over = true;
+                receiving.decrementAndGet();
+                if (writer != null) {
+                    writer.close();
+                }
+            }
+        }
     }
 
     private void tick() {
@@ -412,18 +590,18 @@ public final class RaftNode {
     private void pump() {
         while (!stopped && !persisting && core.hasReady()) {
             Ready ready = core.ready();
-            ReadyCycle.sendBeforePersist(ready, message -> transport.send(message, null));
+            ReadyCycle.sendBeforePersist(ready, transport::send);
             if (!ready.mustPersist()) {
                 finish(ready);
                 continue;
             }
             persisting = true;
-            storageWorker.<Void>executeBlocking(() -> {
+            installSnapshot(ready).compose(ignored -> storageWorker.<Void>executeBlocking(() -> {
                 long started = System.nanoTime();
                 persist(ready);
                 metrics.record(NodeMetrics.FSYNC_LATENCY, System.nanoTime() - started);
                 return null;
-            }).onComplete(result -> {
+            })).onComplete(result -> {
                 persisting = false;
                 if (result.failed()) {
                     fatal(result.cause());
@@ -436,19 +614,38 @@ public final class RaftNode {
         }
     }
 
-    /** On the storage worker: snapshot, hard state, entries; durable on return. */
+    /**
+     * The first step of a persist that installs a received snapshot: on the snapshot worker, the snapshot is
+     * committed (durable) in the store, and the state machine's new state is loaded from it there, off the
+     * context; the other received snapshots are discarded. Without a snapshot to install, nothing.
+     */
+    private Future<Void> installSnapshot(Ready ready) {
+        SnapshotMeta install = ready.snapshotToInstall();
+        if (install == null) {
+            return Future.succeededFuture();
+        }
+        ReceivedSnapshot received = receivedSnapshots.remove(install.id());
+        receivedSnapshots.values().forEach(this::discard); // superseded: the core installs this one
+        receivedSnapshots.clear();
+        if (received == null) {
+            return Future.failedFuture(new IllegalStateException("snapshot " + install.id() + " arrived without its content"));
+        }
+        return snapshotWorker.<StateMachine.Restoration>executeBlocking(() -> {
+            SnapshotMeta stored = received.commit();
+            storage.snapshots().retain(options.retainedSnapshots());
+            try (SnapshotStore.Reader reader = storage.snapshots().open(stored.id()); InputStream input = reader.input()) {
+                return stateMachine.load(input);
+            }
+        }).map(loaded -> {
+            restoration = loaded;
+            return null;
+        });
+    }
+
+    /** On the storage worker: the log replaced by an installed snapshot (already durable), hard state, entries; durable on return. */
     private void persist(Ready ready) throws IOException {
         SnapshotMeta install = ready.snapshotToInstall();
         if (install != null) {
-            byte[] content = receivedSnapshots.get(install.id());
-            if (content == null) {
-                throw new IllegalStateException("snapshot " + install.id() + " arrived without its content");
-            }
-            try (SnapshotStore.Writer writer = storage.snapshots().create(install.lastIndex(), install.lastTerm(),
-                    install.configuration(), install.configurationIndex())) {
-                writer.output().write(content);
-                writer.commit();
-            }
             storage.log().truncatePrefix(install.lastIndex());
             if (storage.log().lastIndex() >= storage.log().firstIndex()) {
                 storage.log().truncateSuffix(storage.log().firstIndex()); // entries past it conflict: the leader sends them again
@@ -481,12 +678,13 @@ public final class RaftNode {
     private final ReadyCycle.Steps steps = new ReadyCycle.Steps() {
         @Override
         public boolean restoreSnapshot(SnapshotMeta meta) {
-            byte[] content = receivedSnapshots.remove(meta.id());
             try {
-                stateMachine.restore(new ByteArrayInputStream(content)); // on the context, like every state-machine call
-            } catch (IOException e) {
+                restoration.install(); // loaded on the snapshot worker; the swap is on the context, like every state-machine call
+            } catch (IOException | RuntimeException e) {
                 fatal(e);
                 return false;
+            } finally {
+                restoration = null;
             }
             applied = meta.lastIndex();
             snapshotIndex = applied;
@@ -555,23 +753,76 @@ public final class RaftNode {
 
     private void send(Message message) {
         if (message.type() != MessageType.INSTALL_SNAPSHOT) {
-            transport.send(message, null);
+            transport.send(message);
             return;
         }
+        if (!sendingSnapshotTo.add(message.to())) {
+            return; // one is on its way: the core asked again because it takes longer than an election timeout
+        }
         SnapshotMeta meta = message.snapshot();
-        storageWorker.<byte[]>executeBlocking(() -> {
+        snapshotWorker.<SnapshotStore.Reader>executeBlocking(() -> {
             // By index and term, not ID: a snapshot this server installed is stored under an ID of its own storage,
             // while the core keeps the one the leader gave it.
             SnapshotMeta stored = storage.snapshots().list().stream()
                     .filter(candidate -> candidate.lastIndex() == meta.lastIndex() && candidate.lastTerm() == meta.lastTerm())
                     .findFirst().orElseThrow(() -> new IllegalStateException("no stored snapshot at index " + meta.lastIndex()
                             + ", term " + meta.lastTerm()));
-            try (SnapshotStore.Reader reader = storage.snapshots().open(stored.id()); InputStream input = reader.input()) {
-                return input.readAllBytes();
+            return storage.snapshots().open(stored.id()); // verifies the content's checksum first
+        }).onComplete(opened -> context.runOnContext(v -> {
+            if (opened.failed()) {
+                sendingSnapshotTo.remove(message.to());
+                LOG.warn("node {}: cannot send snapshot {} to {}: {}", id, meta.id(), message.to(), opened.cause().getMessage());
+                return;
             }
-        }).onSuccess(content -> transport.send(message, content))
-                .onFailure(error -> org.slf4j.LoggerFactory.getLogger("conclave.raft").warn(
-                        "node {}: cannot send snapshot {} to {}: {}", id, meta.id(), message.to(), error.getMessage()));
+            transport.sendSnapshot(message, new StoredSnapshotSource(opened.result(), message.to()));
+        }));
+    }
+
+    /** A stored snapshot read chunk by chunk on the snapshot worker, for one transfer. */
+    private final class StoredSnapshotSource implements SnapshotTransfer.Source {
+        private final SnapshotStore.Reader reader;
+        private final InputStream input;
+        private final String follower;
+        private boolean closed;
+
+        StoredSnapshotSource(SnapshotStore.Reader reader, String follower) {
+            this.reader = reader;
+            this.input = reader.input();
+            this.follower = follower;
+        }
+
+        @Override
+        public long size() {
+            return reader.meta().sizeBytes();
+        }
+
+        @Override
+        public long crc32c() {
+            return reader.meta().crc32c();
+        }
+
+        @Override
+        public Future<Buffer> read(int maxBytes) {
+            return snapshotWorker.executeBlocking(() -> {
+                if (closed) {
+                    throw new IllegalStateException("the snapshot transfer to " + follower + " is closed");
+                }
+                byte[] chunk = input.readNBytes(maxBytes); // reaching the end verifies the checksum
+                return Buffer.buffer(chunk);
+            });
+        }
+
+        @Override
+        public void close() {
+            context.runOnContext(v -> sendingSnapshotTo.remove(follower));
+            snapshotWorker.executeBlocking(() -> {
+                if (!closed) {
+                    closed = true;
+                    reader.close();
+                }
+                return null;
+            });
+        }
     }
 
     private void apply(LogEntry entry) {
@@ -633,18 +884,20 @@ public final class RaftNode {
             throw new UncheckedIOException(e);
         }
         long compactTo = Math.max(0, index - options.trailingLogs());
-        storageWorker.<SnapshotMeta>executeBlocking(() -> {
+        snapshotWorker.<SnapshotMeta>executeBlocking(() -> {
             SnapshotMeta meta;
             try (SnapshotStore.Writer writer = storage.snapshots().create(index, term, configuration, configurationIndex)) {
                 capture.writeTo(writer.output());
                 meta = writer.commit();
             }
             storage.snapshots().retain(options.retainedSnapshots());
+            return meta;
+        }).compose(meta -> storageWorker.<SnapshotMeta>executeBlocking(() -> { // only once the snapshot is durable
             if (compactTo > storage.log().firstIndex()) {
                 storage.log().truncatePrefix(compactTo);
             }
             return meta;
-        }).onComplete(result -> {
+        })).onComplete(result -> {
             snapshotting = false;
             if (result.succeeded()) {
                 metrics.snapshotTaken();
@@ -698,7 +951,12 @@ public final class RaftNode {
                 vertx.cancelTimer(timerId);
             }
             failAllWaiting("the node stopped");
-            storageWorker.close().onComplete(ignored -> promise.complete());
+            receivedSnapshots.values().forEach(this::discard);
+            receivedSnapshots.clear();
+            snapshotWorker.executeBlocking(() -> null) // after every snapshot task queued so far
+                    .eventually(snapshotWorker::close)
+                    .eventually(storageWorker::close)
+                    .onComplete(ignored -> promise.complete());
         });
         return promise.future();
     }

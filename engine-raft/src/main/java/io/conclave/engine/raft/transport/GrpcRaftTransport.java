@@ -3,6 +3,7 @@ package io.conclave.engine.raft.transport;
 import com.google.protobuf.ByteString;
 import io.conclave.engine.raft.core.Message;
 import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.runtime.SnapshotTransfer;
 import io.conclave.engine.raft.transport.proto.Ack;
 import io.conclave.engine.raft.transport.proto.RaftGrpcClient;
 import io.conclave.engine.raft.transport.proto.RaftGrpcService;
@@ -22,8 +23,8 @@ import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerOptions;
 import io.vertx.grpc.server.StatusException;
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -47,6 +48,9 @@ public final class GrpcRaftTransport {
     private static final Logger LOG = LoggerFactory.getLogger("conclave.transport");
     private static final long INITIAL_BACKOFF_MILLIS = 50;
     private static final long MAX_BACKOFF_MILLIS = 2000;
+    /** A snapshot transfer without a chunk for this long is abandoned by the receiver (and its content discarded). */
+    static final long SNAPSHOT_IDLE_MILLIS = 30_000;
+    private volatile long snapshotIdleMillis = SNAPSHOT_IDLE_MILLIS;
 
     private final Vertx vertx;
     private volatile String clusterId;
@@ -99,7 +103,17 @@ public final class GrpcRaftTransport {
 
     /** The sending side for one local node. */
     public RaftNode.Transport sender() {
-        return this::send;
+        return new RaftNode.Transport() {
+            @Override
+            public void send(Message message) {
+                GrpcRaftTransport.this.send(message);
+            }
+
+            @Override
+            public void sendSnapshot(Message message, SnapshotTransfer.Source content) {
+                GrpcRaftTransport.this.sendSnapshot(message, content);
+            }
+        };
     }
 
     /**
@@ -118,6 +132,11 @@ public final class GrpcRaftTransport {
     /** The gRPC client, shared with the other server-to-server calls. */
     public GrpcClient client() {
         return client;
+    }
+
+    /** How long a snapshot transfer may go without a chunk before the receiver abandons it (tests shorten it). */
+    void snapshotIdleTimeout(long millis) {
+        snapshotIdleMillis = millis;
     }
 
     public long refusedClusterMessages() {
@@ -152,7 +171,7 @@ public final class GrpcRaftTransport {
                     return;
                 }
                 received[0]++;
-                deliver(proto, null);
+                deliver(proto);
             });
             request.exceptionHandler(error -> LOG.debug("stream from a peer failed: {}", error.toString()));
             request.endHandler(v -> {
@@ -164,55 +183,160 @@ public final class GrpcRaftTransport {
 
         @Override
         protected void installSnapshot(ReadStream<SnapshotChunk> request, Completable<Ack> response) {
-            RaftMessage[] header = {null};
-            ByteArrayOutputStream content = new ByteArrayOutputStream();
-            java.util.zip.CRC32C crc = new java.util.zip.CRC32C(); // chunk by chunk: bounded work per event
-            boolean[] failed = {false};
-            request.handler(chunk -> {
-                if (failed[0]) {
-                    return;
-                }
-                if (chunk.hasMessage()) {
-                    header[0] = chunk.getMessage();
-                    if (clusterId == null || !clusterId.equals(header[0].getClusterId())) {
-                        failed[0] = true;
-                        refusedClusterMessages.incrementAndGet();
-                        response.fail(new StatusException(GrpcStatus.PERMISSION_DENIED, "cluster ID mismatch"));
-                        return;
-                    }
-                }
-                if (header[0] == null || content.size() + chunk.getData().size() > header[0].getSnapshot().getSize()) {
-                    failed[0] = true;
-                    malformedMessages.incrementAndGet();
-                    response.fail(new StatusException(GrpcStatus.INVALID_ARGUMENT, "snapshot chunks without metadata, or larger than it says"));
-                    return;
-                }
-                byte[] data = chunk.getData().toByteArray();
-                crc.update(data);
-                content.writeBytes(data);
-            });
-            request.endHandler(v -> {
-                if (failed[0]) {
-                    return;
-                }
-                if (header[0] == null || content.size() != header[0].getSnapshot().getSize()) {
-                    malformedMessages.incrementAndGet();
-                    response.fail(new StatusException(GrpcStatus.INVALID_ARGUMENT, "incomplete snapshot"));
-                    return;
-                }
-                if (crc.getValue() != header[0].getSnapshot().getCrc32C()) {
-                    malformedMessages.incrementAndGet();
-                    LOG.warn("refused a snapshot from {}: its content fails the CRC32C its metadata gives", header[0].getFrom());
-                    response.fail(new StatusException(GrpcStatus.DATA_LOSS, "the snapshot's content fails its CRC32C check"));
-                    return;
-                }
-                deliver(header[0], content.toByteArray());
-                response.succeed(Ack.newBuilder().setReceived(1).build());
-            });
+            new SnapshotReception(request, response).start();
         }
     }
 
-    private void deliver(RaftMessage proto, byte[] snapshotContent) {
+    /**
+     * One INSTALL_SNAPSHOT call, received chunk by chunk into the node's snapshot store: the stream is paused
+     * while a chunk is being written, so at most one chunk (and the connection's flow-control window) is in
+     * memory. The declared size is checked as each chunk arrives and the CRC32C at the end; a transfer that
+     * breaks off, fails a check or goes quiet for {@link #SNAPSHOT_IDLE_MILLIS} (by default) is refused and what it wrote is
+     * discarded.
+     */
+    private final class SnapshotReception {
+        private final ReadStream<SnapshotChunk> request;
+        private final Completable<Ack> response;
+        private final java.util.zip.CRC32C crc = new java.util.zip.CRC32C(); // chunk by chunk: bounded work per event
+        private RaftMessage header;
+        private SnapshotTransfer.Sink sink;
+        private long received;
+        private boolean over;
+        private long idleTimer = -1;
+
+        SnapshotReception(ReadStream<SnapshotChunk> request, Completable<Ack> response) {
+            this.request = request;
+            this.response = response;
+        }
+
+        void start() {
+            request.handler(this::chunk);
+            request.exceptionHandler(error -> refuse(null, "the transfer broke off: " + error));
+            request.endHandler(v -> end());
+            armIdleTimer();
+        }
+
+        private void armIdleTimer() {
+            if (idleTimer >= 0) {
+                vertx.cancelTimer(idleTimer);
+            }
+            long idle = snapshotIdleMillis;
+            idleTimer = vertx.setTimer(idle, id -> refuse(new StatusException(GrpcStatus.DEADLINE_EXCEEDED,
+                    "no snapshot chunk for " + idle + " ms"), "it went quiet"));
+        }
+
+        private void chunk(SnapshotChunk chunk) {
+            if (over) {
+                return;
+            }
+            armIdleTimer();
+            if (header == null) {
+                if (!chunk.hasMessage()) {
+                    malformed("snapshot chunks without metadata");
+                    return;
+                }
+                if (!open(chunk.getMessage())) {
+                    return;
+                }
+            }
+            int length = chunk.getData().size();
+            if (received + length > header.getSnapshot().getSize()) {
+                malformed("snapshot content larger than its metadata says (" + header.getSnapshot().getSize() + " bytes)");
+                return;
+            }
+            if (length == 0) {
+                return;
+            }
+            byte[] data = chunk.getData().toByteArray();
+            crc.update(data);
+            received += length;
+            request.pause(); // until the chunk is in the store's hands
+            sink.write(io.vertx.core.buffer.Buffer.buffer(data)).onComplete(written -> {
+                if (written.failed()) {
+                    refuse(new StatusException(GrpcStatus.INTERNAL, "cannot store the snapshot: " + written.cause().getMessage()),
+                            "the store failed");
+                } else if (!over) {
+                    request.resume();
+                }
+            });
+        }
+
+        /** The first chunk's message: checked, then the node's sink opened. */
+        private boolean open(RaftMessage message) {
+            header = message;
+            if (clusterId == null || !clusterId.equals(message.getClusterId())) {
+                refusedClusterMessages.incrementAndGet();
+                refuse(new StatusException(GrpcStatus.PERMISSION_DENIED, "cluster ID mismatch"), "cluster ID mismatch");
+                return false;
+            }
+            long size = message.getSnapshot().getSize();
+            if (size < 0 || size > Limits.MAX_SNAPSHOT_BYTES) {
+                malformed("a snapshot of " + size + " bytes (at most " + Limits.MAX_SNAPSHOT_BYTES + ")");
+                return false;
+            }
+            Message decoded;
+            try {
+                decoded = ProtoCodec.fromProto(message);
+            } catch (IllegalArgumentException e) {
+                malformed("malformed snapshot message: " + e.getMessage());
+                return false;
+            }
+            if (decoded.type() != io.conclave.engine.raft.core.MessageType.INSTALL_SNAPSHOT || decoded.snapshot() == null) {
+                malformed("a snapshot call must carry an INSTALL_SNAPSHOT message with its metadata");
+                return false;
+            }
+            RaftNode node = localNodes.get(decoded.to());
+            if (node == null) {
+                refuse(new StatusException(GrpcStatus.NOT_FOUND, "no server " + decoded.to() + " here"), "unknown server");
+                return false;
+            }
+            sink = node.receiveSnapshot(decoded);
+            return true;
+        }
+
+        private void end() {
+            if (over) {
+                return;
+            }
+            if (header == null || received != header.getSnapshot().getSize()) {
+                malformed("incomplete snapshot: " + received + " of " + (header == null ? "?" : header.getSnapshot().getSize()) + " bytes");
+                return;
+            }
+            if (crc.getValue() != header.getSnapshot().getCrc32C()) {
+                malformedMessages.incrementAndGet();
+                LOG.warn("refused a snapshot from {}: its content fails the CRC32C its metadata gives", header.getFrom());
+                refuse(new StatusException(GrpcStatus.DATA_LOSS, "the snapshot's content fails its CRC32C check"), "CRC32C mismatch");
+                return;
+            }
+            over = true;
+            vertx.cancelTimer(idleTimer);
+            sink.finish();
+            response.succeed(Ack.newBuilder().setReceived(1).build());
+        }
+
+        private void malformed(String why) {
+            malformedMessages.incrementAndGet();
+            refuse(new StatusException(GrpcStatus.INVALID_ARGUMENT, why), why);
+        }
+
+        /** Ends the call ({@code status} to the sender, unless the call is already gone) and discards what was written. */
+        private void refuse(StatusException status, String why) {
+            if (over) {
+                return;
+            }
+            over = true;
+            vertx.cancelTimer(idleTimer);
+            if (sink != null) {
+                sink.abort(why);
+            }
+            if (status != null) {
+                response.fail(status);
+            }
+            request.resume(); // drain what is left: the handler ignores it
+        }
+    }
+
+    private void deliver(RaftMessage proto) {
         Message message;
         try {
             message = ProtoCodec.fromProto(proto);
@@ -223,49 +347,84 @@ public final class GrpcRaftTransport {
         }
         RaftNode node = localNodes.get(message.to());
         if (node != null) {
-            node.receive(message, snapshotContent);
+            node.receive(message);
         }
     }
 
     // ---------------------------------------------------------------- client side
 
-    private void send(Message message, byte[] snapshotContent) {
+    private void send(Message message) {
         SocketAddress address = addressOf.apply(message.to());
-        if (address == null) {
-            return;
-        }
         String cluster = clusterId;
-        if (cluster == null) {
-            return; // not in a cluster yet
+        if (address == null || cluster == null) {
+            return; // unknown, or not in a cluster yet
         }
-        RaftMessage proto = ProtoCodec.toProto(message, cluster);
-        if (snapshotContent != null) {
-            sendSnapshot(address, proto, snapshotContent);
-            return;
-        }
-        peers.computeIfAbsent(message.to(), id -> new Peer(address)).send(proto);
+        peers.computeIfAbsent(message.to(), id -> new Peer(address)).send(ProtoCodec.toProto(message, cluster));
     }
 
-    private void sendSnapshot(SocketAddress address, RaftMessage header, byte[] content) {
+    /**
+     * Streams a snapshot on a call of its own: each chunk is read from {@code content} once the call has room
+     * for it (the write queue drained), so a snapshot of any size costs a few chunks of memory. A failed read
+     * ends the call short, which the receiver refuses as incomplete.
+     */
+    private void sendSnapshot(Message message, SnapshotTransfer.Source content) {
+        SocketAddress address = addressOf.apply(message.to());
+        String cluster = clusterId;
+        if (address == null || cluster == null) {
+            content.close();
+            return;
+        }
+        RaftMessage proto = ProtoCodec.toProto(message, cluster);
+        RaftMessage header = proto.toBuilder().setSnapshot(proto.getSnapshot().toBuilder()
+                .setSize(content.size()).setCrc32C(content.crc32c())).build(); // what is sent is what is checked
         RaftGrpcClient.create(client, address).installSnapshot((stream, error) -> {
             if (error != null) {
                 LOG.debug("cannot send a snapshot to {}: {}", address, error.toString());
+                content.close();
                 return;
             }
-            int offset = 0;
-            boolean first = true;
-            do {
-                int length = Math.min(Limits.SNAPSHOT_CHUNK_BYTES, content.length - offset);
-                SnapshotChunk.Builder chunk = SnapshotChunk.newBuilder().setData(ByteString.copyFrom(content, offset, length));
-                if (first) {
-                    chunk.setMessage(header);
-                    first = false;
-                }
-                stream.write(chunk.build());
-                offset += length;
-            } while (offset < content.length);
-            stream.end();
-        }).onFailure(error -> LOG.debug("snapshot to {} failed: {}", address, error.toString()));
+            writeChunks(stream, content, header, address);
+        }).onComplete(result -> {
+            content.close();
+            if (result.failed()) {
+                LOG.debug("snapshot to {} failed: {}", address, result.cause().toString());
+            }
+        });
+    }
+
+    private void writeChunks(WriteStream<SnapshotChunk> stream, SnapshotTransfer.Source content, RaftMessage header,
+                             SocketAddress address) {
+        content.read(Limits.SNAPSHOT_CHUNK_BYTES).onComplete(read -> {
+            if (read.failed()) {
+                LOG.warn("cannot read the snapshot sent to {}: {}", address, read.cause().getMessage());
+                stream.end(); // short: refused as incomplete
+                content.close();
+                return;
+            }
+            io.vertx.core.buffer.Buffer data = read.result();
+            boolean first = header != null;
+            if (data.length() == 0 && !first) {
+                stream.end();
+                return;
+            }
+            SnapshotChunk.Builder chunk = SnapshotChunk.newBuilder().setData(ByteString.copyFrom(data.getBytes()));
+            if (first) {
+                chunk.setMessage(header);
+            }
+            stream.write(chunk.build());
+            if (data.length() == 0) {
+                stream.end(); // an empty snapshot: the header alone
+                return;
+            }
+            if (stream.writeQueueFull()) {
+                stream.drainHandler(v -> {
+                    stream.drainHandler(null);
+                    writeChunks(stream, content, null, address);
+                });
+            } else {
+                writeChunks(stream, content, null, address);
+            }
+        });
     }
 
     /** One peer: a client stream, reopened with back-off, and a bounded queue while it is down. */
@@ -282,7 +441,7 @@ public final class GrpcRaftTransport {
         }
 
         synchronized void send(RaftMessage proto) {
-            if (stream != null && !stream.writeQueueFull()) {
+            if (stream != null && queue.isEmpty() && !stream.writeQueueFull()) { // never ahead of queued messages
                 stream.write(proto);
                 return;
             }
@@ -300,6 +459,7 @@ public final class GrpcRaftTransport {
                 return;
             }
             connecting = true;
+            List<WriteStream<RaftMessage>> ofThisCall = new java.util.concurrent.CopyOnWriteArrayList<>();
             RaftGrpcClient.create(client, address).send((opened, error) -> {
                 synchronized (Peer.this) {
                     connecting = false;
@@ -308,12 +468,13 @@ public final class GrpcRaftTransport {
                         return;
                     }
                     stream = opened;
+                    ofThisCall.add(opened);
                     backoffMillis = INITIAL_BACKOFF_MILLIS;
-                    opened.exceptionHandler(failure -> lost());
+                    opened.exceptionHandler(failure -> lost(opened));
                     opened.drainHandler(v -> flush());
                     flush();
                 }
-            }).onComplete(result -> lost()); // the call ended: the peer closed it or it failed
+            }).onComplete(result -> ofThisCall.forEach(this::lost)); // the call ended: the peer closed it or it failed
         }
 
         private synchronized void flush() {
@@ -322,7 +483,14 @@ public final class GrpcRaftTransport {
             }
         }
 
-        private synchronized void lost() {
+        /**
+         * The stream {@code which} failed or its call ended. Only the current stream is forgotten: the end of an old
+         * call must not drop a newer stream.
+         */
+        private synchronized void lost(WriteStream<RaftMessage> which) {
+            if (which != stream) {
+                return;
+            }
             stream = null;
             if (!closed && !connecting) {
                 retryLater();

@@ -20,6 +20,13 @@ class GrpcClusterMapDbTest extends GrpcClusterTest {
     }
 
     @Override
+    protected java.util.List<String> temporarySnapshotFiles(String id) throws Exception {
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(folder.resolve(id).resolve("snapshots"))) {
+            return files.map(file -> file.getFileName().toString()).filter(name -> name.startsWith(".tmp-")).sorted().toList();
+        }
+    }
+
+    @Override
     protected void closeStorage(Storage storage) {
         storage.close();
     }

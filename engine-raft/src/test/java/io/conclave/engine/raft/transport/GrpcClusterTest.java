@@ -98,6 +98,11 @@ class GrpcClusterTest {
         storages.remove(id);
     }
 
+    /** Files a snapshot being written left in the server's store (a durable store lists its temporary files). */
+    protected List<String> temporarySnapshotFiles(String id) throws Exception {
+        return List.of();
+    }
+
     /** Called after a server's node stopped; a durable store closes its files here. */
     protected void closeStorage(Storage storage) throws Exception {
     }
@@ -302,6 +307,69 @@ class GrpcClusterTest {
         assertTrue(error.toString().contains("DATA_LOSS") || String.valueOf(error.getCause()).contains("DATA_LOSS"), error.toString());
         assertEquals(1, transports.get(follower.id()).malformedMessages());
         assertTrue(await(follower.onCore(core -> core.commitIndex())) < 1_000, "the forged snapshot never reached the core");
+        await(client.close());
+    }
+
+    /** A forged INSTALL_SNAPSHOT call to {@code follower}: {@code declared} bytes announced, {@code sent} written. */
+    private Future<io.conclave.engine.raft.transport.proto.Ack> forgedSnapshot(RaftNode leader, RaftNode follower, long lastIndex,
+            byte[] content, long declared, int sent, boolean end, GrpcClient client) throws Exception {
+        long term = await(leader.onCore(core -> core.term()));
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(content);
+        io.conclave.api.storage.SnapshotMeta meta = new io.conclave.api.storage.SnapshotMeta("forged-" + lastIndex, lastIndex, term,
+                configuration, 1, declared, crc.getValue());
+        Message install = new Message(MessageType.INSTALL_SNAPSHOT, leader.id(), follower.id(), term, 0, 0, List.of(), 0, false, 0,
+                false, 0, meta, false);
+        SocketAddress target = SocketAddress.inetSocketAddress(ports.get(follower.id()), "127.0.0.1");
+        return RaftGrpcClient.create(client, target).installSnapshot((stream, failure) -> {
+            if (failure == null) {
+                stream.write(io.conclave.engine.raft.transport.proto.SnapshotChunk.newBuilder().setMessage(ProtoCodec.toProto(install, CLUSTER))
+                        .setData(com.google.protobuf.ByteString.copyFrom(content, 0, sent)).build());
+                if (end) {
+                    stream.end();
+                }
+            }
+        });
+    }
+
+    private void assertNothingLeftOfTransfers(RaftNode follower, String what) throws Exception {
+        poll(what + ": nothing of the transfer is kept", () -> follower.snapshotsInReception() == 0);
+        assertEquals(List.of(), temporarySnapshotFiles(follower.id()), what + ": no temporary file is left");
+        assertEquals(List.of(), storages.get(follower.id()).snapshots().list(), what + ": no snapshot was stored");
+    }
+
+    @Test
+    void when_a_snapshot_transfer_breaks_off_goes_quiet_or_is_refused_then_what_it_wrote_is_discarded() throws Exception {
+        RaftNode leader = awaitLeader();
+        RaftNode follower = nodes.values().stream().filter(node -> node != leader).findFirst().orElseThrow();
+        byte[] content = new byte[3 * Limits.SNAPSHOT_CHUNK_BYTES];
+        new Random(7).nextBytes(content);
+        GrpcClient client = GrpcClient.client(vertx);
+
+        Exception incomplete = assertThrows(Exception.class, () -> await(forgedSnapshot(leader, follower, 1_000, content,
+                content.length, content.length / 2, true, client)));
+        assertTrue(incomplete.toString().contains("INVALID_ARGUMENT") || String.valueOf(incomplete.getCause()).contains("INVALID_ARGUMENT"),
+                incomplete.toString());
+        assertNothingLeftOfTransfers(follower, "a transfer that ended short");
+
+        Exception larger = assertThrows(Exception.class, () -> await(forgedSnapshot(leader, follower, 1_000, content,
+                content.length / 4, content.length, true, client)));
+        assertTrue(larger.toString().contains("INVALID_ARGUMENT") || String.valueOf(larger.getCause()).contains("INVALID_ARGUMENT"),
+                larger.toString());
+        assertNothingLeftOfTransfers(follower, "a transfer larger than it declared");
+
+        transports.get(follower.id()).snapshotIdleTimeout(300);
+        Exception quiet = assertThrows(Exception.class, () -> await(forgedSnapshot(leader, follower, 1_000, content,
+                content.length, content.length / 3, false, client)));
+        assertTrue(quiet.toString().contains("DEADLINE_EXCEEDED") || String.valueOf(quiet.getCause()).contains("DEADLINE_EXCEEDED"),
+                quiet.toString());
+        assertNothingLeftOfTransfers(follower, "a transfer that went quiet");
+
+        // whole and checked, but older than what the follower has committed: acknowledged, not installed, discarded
+        long committed = await(follower.onCore(core -> core.commitIndex()));
+        await(forgedSnapshot(leader, follower, Math.max(0, committed - 1), content, content.length, content.length, true, client));
+        assertNothingLeftOfTransfers(follower, "a snapshot the core did not install");
+        assertEquals(Role.LEADER, await(leader.onCore(core -> core.role())));
         await(client.close());
     }
 

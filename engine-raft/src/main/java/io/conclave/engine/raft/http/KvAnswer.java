@@ -1,0 +1,184 @@
+package io.conclave.engine.raft.http;
+
+import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.kv.KvView;
+import io.vertx.core.Context;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.Json;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.Iterator;
+
+/**
+ * The answer to a KV GET, built from an immutable {@link KvView} off every event loop and streamed: a worker
+ * encodes the next {@link #CHUNK_BYTES} or so of JSON, the request's event loop writes it, and the next chunk is
+ * encoded only once the response's write queue has room (backpressure). So a 200 MB {@code ?recurse} answer
+ * holds one chunk in memory at a time, and neither the node's context nor the HTTP event loop does work
+ * proportional to its size. An answer that fits in one chunk goes with a {@code Content-Length}; a longer one is
+ * chunked. If the client goes away, the encoding stops.
+ */
+final class KvAnswer {
+
+    /** How much JSON one worker task encodes before handing it to the event loop. */
+    static final int CHUNK_BYTES = 64 * 1024;
+
+    /** The request's context: where the response is written; its worker tasks complete there too. */
+    private final Context context;
+    private final HttpServerRequest request;
+    private final Iterator<KvEntry> entries;
+    private final Mode mode;
+    private final String prefix;
+    private final String separator;
+    /** Keys mode: the last name written (with a separator, consecutive keys often share it). */
+    private String lastName;
+    /** Touched by one worker task at a time, each after the previous one completed. */
+    private boolean startedJson;
+    private boolean wroteElement;
+    /** On the request's context: whether the status line went out (then a failure can only cut the answer). */
+    private boolean opened;
+
+    enum Mode { ENTRIES, KEYS, RAW }
+
+    private KvAnswer(Context context, HttpServerRequest request, Iterator<KvEntry> entries, Mode mode, String prefix, String separator) {
+        this.context = context;
+        this.request = request;
+        this.entries = entries;
+        this.mode = mode;
+        this.prefix = prefix;
+        this.separator = separator == null || separator.isEmpty() ? null : separator;
+    }
+
+    /** Answers {@code request} from {@code view}, on the request's {@code context}: 404 when nothing matches, else the entries. */
+    static void send(Context context, HttpServerRequest request, KvView view, String key) {
+        context.runOnContext(v -> answer(context, request, view, key));
+    }
+
+    private static void answer(Context context, HttpServerRequest request, KvView view, String key) {
+        request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, view.index())));
+        boolean keys = request.params().contains("keys");
+        Collection<KvEntry> matching;
+        if (keys || request.params().contains("recurse")) {
+            matching = view.withPrefix(key);
+        } else {
+            KvEntry entry = view.get(key);
+            matching = entry == null ? java.util.List.of() : java.util.List.of(entry);
+        }
+        Iterator<KvEntry> iterator = matching.iterator(); // O(log n) to reach the first
+        if (!iterator.hasNext()) {
+            if (keys) {
+                HttpApi.error(request, 404, "");
+            } else {
+                request.response().setStatusCode(404).end();
+            }
+            return;
+        }
+        Mode mode = keys ? Mode.KEYS : request.params().contains("raw") ? Mode.RAW : Mode.ENTRIES;
+        new KvAnswer(context, request, iterator, mode, key, request.getParam("separator")).next();
+    }
+
+    /** Encodes the next chunk on a worker, then writes it here; again once the write queue drains. */
+    private void next() {
+        context.executeBlocking(this::encodeChunk, false).onComplete(result -> {
+            HttpServerResponse response = request.response();
+            if (response.closed() || response.ended()) {
+                return; // the client went away: stop encoding
+            }
+            if (result.failed()) {
+                if (!opened) {
+                    HttpApi.error(request, 500, "cannot encode the answer: " + result.cause().getMessage());
+                } else {
+                    request.connection().close(); // half an answer sent: the client must see it fail
+                }
+                return;
+            }
+            Buffer chunk = result.result();
+            boolean last = !entries.hasNext();
+            if (!opened && last) {
+                response.setStatusCode(200).putHeader("Content-Type", contentType()).end(chunk);
+                return;
+            }
+            if (!opened) {
+                opened = true;
+                response.setStatusCode(200).putHeader("Content-Type", contentType()).setChunked(true);
+            }
+            if (last) {
+                response.end(chunk);
+                return;
+            }
+            response.write(chunk);
+            if (response.writeQueueFull()) {
+                response.drainHandler(v -> {
+                    response.drainHandler(null);
+                    next();
+                });
+            } else {
+                next();
+            }
+        });
+    }
+
+    private String contentType() {
+        return mode == Mode.RAW ? "application/octet-stream" : "application/json";
+    }
+
+    /** On a worker: the next piece of the answer; the iterator walks an immutable map, so any thread may. */
+    private Buffer encodeChunk() {
+        if (mode == Mode.RAW) {
+            KvEntry entry = entries.next();
+            while (entries.hasNext()) {
+                entries.next();
+            }
+            return Buffer.buffer(entry.value());
+        }
+        StringBuilder json = new StringBuilder(CHUNK_BYTES + 1024);
+        if (!startedJson) {
+            json.append('[');
+            startedJson = true;
+        }
+        while (entries.hasNext() && json.length() < CHUNK_BYTES) {
+            KvEntry entry = entries.next();
+            if (mode == Mode.KEYS) {
+                String name = name(entry.key());
+                if (name.equals(lastName)) {
+                    continue;
+                }
+                separate(json);
+                lastName = name;
+                json.append(Json.encode(name));
+            } else {
+                separate(json);
+                json.append("{\"LockIndex\":0,\"Key\":").append(Json.encode(entry.key()))
+                        .append(",\"Flags\":").append(Long.toUnsignedString(entry.flags()))
+                        .append(",\"Value\":").append(entry.value().length == 0 ? "null"
+                                : '"' + Base64.getEncoder().encodeToString(entry.value()) + '"')
+                        .append(",\"CreateIndex\":").append(entry.createIndex())
+                        .append(",\"ModifyIndex\":").append(entry.modifyIndex()).append('}');
+            }
+        }
+        if (!entries.hasNext()) {
+            json.append(']');
+        }
+        return Buffer.buffer(json.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    private void separate(StringBuilder json) {
+        if (wroteElement) {
+            json.append(',');
+        }
+        wroteElement = true;
+    }
+
+    /** Keys mode: the key, cut after the first separator past the prefix (Consul's "folders"). */
+    private String name(String key) {
+        if (separator != null) {
+            int at = key.indexOf(separator, prefix.length());
+            if (at >= 0) {
+                return key.substring(0, at + separator.length());
+            }
+        }
+        return key;
+    }
+}
