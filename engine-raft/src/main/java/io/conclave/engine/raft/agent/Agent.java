@@ -263,10 +263,10 @@ public final class Agent implements AutoCloseable {
         RaftConfig raftConfig = new RaftConfig((int) (timing.electionTimeoutMin().toMillis() / tick),
                 (int) (timing.electionTimeoutMax().toMillis() / tick), 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
                 Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES, RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES,
-                RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
+                timing.maxUncommittedBytes(), RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
                 java.util.Set.of());
         RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2,
-                timing.snapshotInterval().toMillis());
+                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
                 transport.sender(), options, null));
         transport.register(node);

@@ -47,10 +47,15 @@ public record ConclaveConfig(
     /**
      * {@code raft}: timing and log limits. A snapshot is taken once {@code snapshotThreshold} entries were
      * applied since the last one, and no sooner than {@code snapshotInterval} after it (Consul's
-     * {@code raft_snapshot_threshold} and {@code raft_snapshot_interval}).
+     * {@code raft_snapshot_threshold} and {@code raft_snapshot_interval}), or once {@code snapshotThresholdBytes} bytes
+     * of values were; the log kept after a snapshot holds at most {@code trailingLogs} entries and
+     * {@code trailingLogsBytes} bytes. A leader refuses writes (503, {@code Retry-After}) while the entries waiting
+     * for commit would hold more than {@code maxUncommittedBytes}. The byte bounds exist because the Raft core keeps
+     * the log after the last snapshot in memory.
      */
     public record Raft(Duration heartbeatInterval, Duration electionTimeoutMin, Duration electionTimeoutMax,
-                       long snapshotThreshold, long trailingLogs, Duration snapshotInterval) {
+                       long snapshotThreshold, long trailingLogs, Duration snapshotInterval,
+                       long snapshotThresholdBytes, long trailingLogsBytes, long maxUncommittedBytes) {
     }
 
     /**

@@ -198,6 +198,12 @@ public final class ConfigLoader {
         long snapshotThreshold = json.integer("snapshot_threshold", DEFAULT_SNAPSHOT_THRESHOLD, 16, 100_000_000);
         long trailingLogs = json.integer("trailing_logs", DEFAULT_TRAILING_LOGS, 0, 100_000_000);
         Duration snapshotInterval = json.duration("snapshot_interval", DEFAULT_SNAPSHOT_INTERVAL, Duration.ZERO, Duration.ofHours(1));
+        long snapshotThresholdBytes = json.integer("snapshot_threshold_bytes",
+                io.conclave.engine.raft.runtime.RaftNode.Options.DEFAULT_SNAPSHOT_THRESHOLD_BYTES, 1L << 20, 1L << 40);
+        long trailingLogsBytes = json.integer("trailing_logs_bytes",
+                io.conclave.engine.raft.runtime.RaftNode.Options.DEFAULT_TRAILING_LOGS_BYTES, 0, 1L << 40);
+        long maxUncommittedBytes = json.integer("max_uncommitted_bytes",
+                io.conclave.engine.raft.core.RaftConfig.DEFAULT_MAX_UNCOMMITTED_BYTES, 1L << 20, 1L << 40);
         json.finish();
         if (electionMax.compareTo(electionMin) <= 0) {
             throw new ConfigException("raft.election_timeout_max", "value \"" + Durations.format(electionMax)
@@ -211,7 +217,8 @@ public final class ConfigLoader {
             throw new ConfigException("raft.heartbeat_interval", "value \"" + Durations.format(heartbeat)
                     + "\" must divide raft.election_timeout_min and raft.election_timeout_max (the core counts in heartbeat ticks)");
         }
-        return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs, snapshotInterval);
+        return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs, snapshotInterval,
+                snapshotThresholdBytes, trailingLogsBytes, maxUncommittedBytes);
     }
 
     /** Connections one client address may hold: enough for 2,000 blocking watchers from one host, and more. */

@@ -17,6 +17,8 @@ import java.util.Set;
  * @param maxBytesPerMessage       at most this many bytes of entries in one append (at least one entry is sent)
  * @param maxInflightMessages      at most this many unacknowledged appends to one follower (pipelining window)
  * @param maxUncommittedEntries    a leader refuses proposals while this many entries wait for commit
+ * @param maxUncommittedBytes      a leader refuses a proposal that would make the entries waiting for commit hold
+ *                                 more than this many bytes of data (one entry is always let through)
  * @param maxHeldProposals         proposals held during a leadership transfer
  * @param maxPendingReads          ReadIndex requests waiting for confirmation
  * @param departedAckTicks         how long a leader keeps heart-beating a removed server that has not
@@ -33,6 +35,7 @@ public record RaftConfig(
         long maxBytesPerMessage,
         int maxInflightMessages,
         int maxUncommittedEntries,
+        long maxUncommittedBytes,
         int maxHeldProposals,
         int maxPendingReads,
         int departedAckTicks,
@@ -45,6 +48,8 @@ public record RaftConfig(
     public static final long DEFAULT_MAX_BYTES_PER_MESSAGE = 1L << 20;
     public static final int DEFAULT_MAX_INFLIGHT_MESSAGES = 64;
     public static final int DEFAULT_MAX_UNCOMMITTED_ENTRIES = 16_384;
+    /** 64 MiB: 128 of the largest values, enough to keep a pipeline full, small enough for a modest heap. */
+    public static final long DEFAULT_MAX_UNCOMMITTED_BYTES = 64L << 20;
     public static final int DEFAULT_MAX_HELD_PROPOSALS = 4096;
     public static final int DEFAULT_MAX_PENDING_READS = 4096;
     public static final int DEFAULT_DEPARTED_ACK_TICKS = 40;
@@ -100,31 +105,37 @@ public record RaftConfig(
     public static RaftConfig defaults() {
         return new RaftConfig(DEFAULT_ELECTION_TIMEOUT_MIN_TICKS, DEFAULT_ELECTION_TIMEOUT_MAX_TICKS,
                 DEFAULT_HEARTBEAT_TICKS, true, true, DEFAULT_MAX_ENTRIES_PER_MESSAGE, DEFAULT_MAX_BYTES_PER_MESSAGE,
-                DEFAULT_MAX_INFLIGHT_MESSAGES, DEFAULT_MAX_UNCOMMITTED_ENTRIES, DEFAULT_MAX_HELD_PROPOSALS,
+                DEFAULT_MAX_INFLIGHT_MESSAGES, DEFAULT_MAX_UNCOMMITTED_ENTRIES, DEFAULT_MAX_UNCOMMITTED_BYTES, DEFAULT_MAX_HELD_PROPOSALS,
                 DEFAULT_MAX_PENDING_READS, DEFAULT_DEPARTED_ACK_TICKS, Set.of());
     }
 
     public RaftConfig withUnsafeBugs(Set<UnsafeBug> bugs) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
-                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
                 maxPendingReads, departedAckTicks, bugs);
     }
 
     public RaftConfig withPreVote(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, enabled, checkQuorum,
-                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
                 maxPendingReads, departedAckTicks, unsafeBugs);
     }
 
     public RaftConfig withCheckQuorum(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, enabled,
-                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxHeldProposals,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
                 maxPendingReads, departedAckTicks, unsafeBugs);
     }
 
     public RaftConfig withMessageLimits(int maxEntries, long maxBytes, int maxInflight) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
-                maxEntries, maxBytes, maxInflight, maxUncommittedEntries, maxHeldProposals,
+                maxEntries, maxBytes, maxInflight, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
+                maxPendingReads, departedAckTicks, unsafeBugs);
+    }
+
+    public RaftConfig withUncommittedLimits(int maxEntries, long maxBytes) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxEntries, maxBytes, maxHeldProposals,
                 maxPendingReads, departedAckTicks, unsafeBugs);
     }
 
@@ -143,6 +154,7 @@ public record RaftConfig(
         require(maxBytesPerMessage >= 1024, "maxBytesPerMessage", maxBytesPerMessage, "at least 1024");
         require(maxInflightMessages >= 1 && maxInflightMessages <= 4096, "maxInflightMessages", maxInflightMessages, "1 to 4096");
         require(maxUncommittedEntries >= 1, "maxUncommittedEntries", maxUncommittedEntries, "at least 1");
+        require(maxUncommittedBytes >= 1, "maxUncommittedBytes", maxUncommittedBytes, "at least 1");
         require(maxHeldProposals >= 0, "maxHeldProposals", maxHeldProposals, "at least 0");
         require(maxPendingReads >= 1, "maxPendingReads", maxPendingReads, "at least 1");
         require(departedAckTicks >= 1, "departedAckTicks", departedAckTicks, "at least 1");

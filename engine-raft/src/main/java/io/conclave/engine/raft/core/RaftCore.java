@@ -105,6 +105,8 @@ public final class RaftCore {
     private final List<ReadState> readStates = new ArrayList<>();
     private final List<ProposalOutcome> outcomes = new ArrayList<>();
     private SnapshotMeta snapshotToInstall;
+    /** While leading: bytes of data in the entries after the commit index (what {@code maxUncommittedBytes} bounds). */
+    private long uncommittedBytes;
     private Ready outstanding;
 
     public RaftCore(String id, RaftConfig config, Random random, ServerRemovalPolicy removalPolicy) {
@@ -258,7 +260,7 @@ public final class RaftCore {
             held.addLast(new HeldProposal(requestId, data));
             return new ProposalOutcome.Held(requestId);
         }
-        if (log.lastIndex() - log.committed >= config.maxUncommittedEntries()) {
+        if (uncommittedFull(data)) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.OVERLOADED, id);
         }
         return appendCommand(requestId, data);
@@ -360,6 +362,28 @@ public final class RaftCore {
         return hardStateChanged || broadcastPending || !outbox.isEmpty() || !events.isEmpty() || !readStates.isEmpty()
                 || !outcomes.isEmpty() || snapshotToInstall != null || log.unpersistedFrom <= log.lastIndex()
                 || log.appliedHandedOut < Math.min(log.committed, log.unpersistedFrom - 1);
+    }
+
+    /**
+     * Where to compact the log once a snapshot at {@code upTo} is durable: the highest index to drop, so that the
+     * entries kept up to {@code upTo} are at most {@code trailingEntries} and hold at most {@code trailingBytes} bytes
+     * of data (a follower a little behind then catches up from the log rather than from a snapshot).
+     */
+    public long compactionPoint(long upTo, long trailingEntries, long trailingBytes) {
+        long keepFrom = upTo + 1;
+        long bytes = 0;
+        while (keepFrom - 1 > log.snapshotIndex() && upTo - (keepFrom - 1) + 1 <= trailingEntries) {
+            LogEntry entry = log.entry(keepFrom - 1);
+            if (entry == null) {
+                break;
+            }
+            bytes += entry.data() == null ? 0 : entry.data().length;
+            if (bytes > trailingBytes) {
+                break;
+            }
+            keepFrom--;
+        }
+        return Math.max(0, keepFrom - 1);
     }
 
     /**
@@ -586,6 +610,7 @@ public final class RaftCore {
 
     private void becomeLeader() {
         role = Role.LEADER;
+        uncommittedBytes = bytesAfterCommit(log.lastIndex());
         leaderId = id;
         electionElapsed = 0;
         heartbeatElapsed = 0;
@@ -1092,6 +1117,7 @@ public final class RaftCore {
         if (!ownTerm && !config.has(RaftConfig.UnsafeBug.COMMIT_OLD_TERM_ENTRIES)) {
             return;
         }
+        uncommittedBytes = Math.max(0, uncommittedBytes - bytesAfterCommit(candidate));
         log.commitTo(candidate);
         broadcastPending = true;
         noteCommittedConfiguration(true);
@@ -1118,9 +1144,29 @@ public final class RaftCore {
         return null;
     }
 
+    /**
+     * Whether a leader must refuse {@code data}: as many entries as allowed wait for commit, or their bytes with
+     * this one would pass the limit (an entry is always let through when none waits: it could never fit otherwise).
+     */
+    private boolean uncommittedFull(byte[] data) {
+        return log.lastIndex() - log.committed >= config.maxUncommittedEntries()
+                || (uncommittedBytes > 0 && uncommittedBytes + data.length > config.maxUncommittedBytes());
+    }
+
+    /** A leader's bytes of data in entries after its commit index, recomputed when it takes office. */
+    private long bytesAfterCommit(long upTo) {
+        long bytes = 0;
+        for (long index = log.committed + 1; index <= upTo; index++) {
+            byte[] data = log.entry(index).data();
+            bytes += data == null ? 0 : data.length;
+        }
+        return bytes;
+    }
+
     private ProposalOutcome appendCommand(long requestId, byte[] data) {
         LogEntry entry = new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.COMMAND, data);
         log.append(entry);
+        uncommittedBytes += data.length;
         broadcastPending = true;
         if (log.latestConfiguration().voterCount() == 1 && log.latestConfiguration().isVoter(id)) {
             maybeCommit();
@@ -1197,7 +1243,7 @@ public final class RaftCore {
         }
         while (!held.isEmpty()) {
             HeldProposal proposal = held.removeFirst();
-            if (log.lastIndex() - log.committed >= config.maxUncommittedEntries()) {
+            if (uncommittedFull(proposal.data())) {
                 outcomes.add(new ProposalOutcome.Refused(proposal.requestId(), ProposalOutcome.Reason.OVERLOADED, id));
             } else {
                 outcomes.add(appendCommand(proposal.requestId(), proposal.data()));

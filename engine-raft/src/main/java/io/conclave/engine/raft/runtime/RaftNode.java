@@ -63,10 +63,24 @@ public final class RaftNode {
 
     /** Settings of the runtime around the core. */
     /**
+     * The core keeps the log after the last snapshot in memory, so both bounds also count bytes: a snapshot is taken
+     * once {@code snapshotThreshold} entries or {@code snapshotThresholdBytes} bytes of data were applied since the
+     * last one, and the log kept after it holds at most {@code trailingLogs} entries and {@code trailingLogsBytes}
+     * bytes. With 512 KiB values, entry counts alone would let gigabytes pile up.
+     *
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
      */
     public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
-                          long snapshotIntervalMillis) {
+                          long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes) {
+
+        public static final long DEFAULT_SNAPSHOT_THRESHOLD_BYTES = 64L << 20;
+        public static final long DEFAULT_TRAILING_LOGS_BYTES = 16L << 20;
+
+        public Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots, long snapshotIntervalMillis) {
+            this(tickMillis, snapshotThreshold, trailingLogs, retainedSnapshots, snapshotIntervalMillis,
+                    DEFAULT_SNAPSHOT_THRESHOLD_BYTES, DEFAULT_TRAILING_LOGS_BYTES);
+        }
+
         public static Options defaults() {
             return new Options(100, 8192, 10240, 2, 5000);
         }
@@ -102,6 +116,8 @@ public final class RaftNode {
     private long nextRequestId = 1;
     private long applied;
     private long snapshotIndex;
+    /** Bytes of command data applied since the last snapshot started (or was installed). */
+    private long appliedBytesSinceSnapshot;
     private boolean persisting;
     private boolean snapshotting;
     /** Whether this node started a snapshot yet, and when ({@link System#nanoTime()}): the interval counts from it. */
@@ -688,6 +704,7 @@ public final class RaftNode {
             }
             applied = meta.lastIndex();
             snapshotIndex = applied;
+            appliedBytesSinceSnapshot = 0;
             return true;
         }
 
@@ -827,6 +844,7 @@ public final class RaftNode {
 
     private void apply(LogEntry entry) {
         byte[] result = entry.type() == LogEntry.Type.COMMAND ? stateMachine.apply(entry.index(), entry.data()) : null;
+        appliedBytesSinceSnapshot += entry.data() == null ? 0 : entry.data().length;
         applied = entry.index();
         pendingWrites.applied(entry, pending -> {
             metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
@@ -864,7 +882,9 @@ public final class RaftNode {
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
     private void maybeSnapshot() {
-        if (snapshotting || applied - snapshotIndex < options.snapshotThreshold() || core.role() == Role.SHUTDOWN
+        boolean thresholdReached = applied - snapshotIndex >= options.snapshotThreshold()
+                || (applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes());
+        if (snapshotting || !thresholdReached || core.role() == Role.SHUTDOWN
                 || !core.canSnapshotAt(applied)
                 || (snapshotStarted && System.nanoTime() - lastSnapshotStarted
                         < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
@@ -883,7 +903,8 @@ public final class RaftNode {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        long compactTo = Math.max(0, index - options.trailingLogs());
+        long compactTo = core.compactionPoint(index, options.trailingLogs(), options.trailingLogsBytes());
+        appliedBytesSinceSnapshot = 0;
         snapshotWorker.<SnapshotMeta>executeBlocking(() -> {
             SnapshotMeta meta;
             try (SnapshotStore.Writer writer = storage.snapshots().create(index, term, configuration, configurationIndex)) {

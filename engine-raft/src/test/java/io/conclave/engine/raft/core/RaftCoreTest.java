@@ -216,7 +216,7 @@ class RaftCoreTest {
 
     @Test
     void when_settings_break_a_rule_then_validation_names_it() {
-        RaftConfig bad = new RaftConfig(10, 10, 1, true, true, 1, 4096, 1, 1, 1, 1, 1, Set.of());
+        RaftConfig bad = new RaftConfig(10, 10, 1, true, true, 1, 4096, 1, 1, 1L << 20, 1, 1, 1, Set.of());
         IllegalArgumentException error = assertThrows(IllegalArgumentException.class, bad::validate);
         assertTrue(error.getMessage().contains("electionTimeoutMaxTicks"), error.getMessage());
         assertThrows(IllegalArgumentException.class, () -> RaftConfig.defaults().withMessageLimits(0, 4096, 1).validate());
@@ -367,7 +367,7 @@ class RaftCoreTest {
 
     @Test
     void when_a_transfer_aborts_then_the_held_proposals_still_respect_the_uncommitted_limit() {
-        RaftConfig config = new RaftConfig(10, 20, 1, true, true, 512, 1L << 20, 64, 3, 100, 100, 40, Set.of());
+        RaftConfig config = new RaftConfig(10, 20, 1, true, true, 512, 1L << 20, 64, 3, 1L << 20, 100, 100, 40, Set.of());
         CoreHarness cluster = new CoreHarness(config, 6, "a", "b", "c");
         cluster.elect("a");
         RaftCore a = cluster.core("a");
@@ -381,6 +381,47 @@ class RaftCoreTest {
         assertTrue(uncommitted <= 3, "at most maxUncommittedEntries wait for commit: " + uncommitted);
         assertTrue(cluster.outcomes.stream().anyMatch(o -> o instanceof ProposalOutcome.Refused refused
                 && refused.reason() == ProposalOutcome.Reason.OVERLOADED), "the rest are refused as overloaded");
+    }
+
+    @Test
+    void when_the_entries_waiting_for_commit_would_hold_too_many_bytes_then_the_leader_refuses_until_they_commit() {
+        RaftConfig config = RaftConfig.defaults().withUncommittedLimits(16_384, 100_000);
+        CoreHarness cluster = new CoreHarness(config, 8, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        cluster.inFlight.clear(); // nothing is delivered: nothing commits
+        byte[] large = new byte[150_000];
+        byte[] small = new byte[40_000];
+        assertInstanceOf(ProposalOutcome.Appended.class, a.propose(1, large), "one entry always goes, even above the limit");
+        assertInstanceOf(ProposalOutcome.Refused.class, a.propose(2, new byte[1]), "past the limit: refused");
+        ProposalOutcome refused = a.propose(3, small);
+        assertEquals(ProposalOutcome.Reason.OVERLOADED, ((ProposalOutcome.Refused) refused).reason());
+        cluster.processAll();
+        cluster.deliverAll(); // the large entry commits
+        assertEquals(a.lastIndex(), a.commitIndex());
+        cluster.inFlight.clear();
+        assertInstanceOf(ProposalOutcome.Appended.class, a.propose(4, small));
+        assertInstanceOf(ProposalOutcome.Appended.class, a.propose(5, small), "80,000 bytes wait: within the limit");
+        assertInstanceOf(ProposalOutcome.Refused.class, a.propose(6, small), "120,000 would not be");
+    }
+
+    @Test
+    void when_a_log_is_compacted_then_the_trailing_entries_kept_respect_both_the_count_and_the_bytes() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 9, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        long first = a.lastIndex() + 1;
+        for (int i = 0; i < 10; i++) {
+            a.propose(10 + i, new byte[1_000]);
+        }
+        cluster.processAll();
+        cluster.deliverAll();
+        long last = a.lastIndex();
+        assertEquals(first + 9, last);
+        assertEquals(last - 4, a.compactionPoint(last, 4, 1_000_000), "four entries kept by count");
+        assertEquals(last - 3, a.compactionPoint(last, 100, 3_500), "three entries kept by bytes");
+        assertEquals(last, a.compactionPoint(last, 0, 1_000_000), "none kept");
+        assertTrue(a.compactionPoint(last, 1_000, 1_000_000) < first, "all kept: compaction stops at the log's start");
     }
 
     @Test

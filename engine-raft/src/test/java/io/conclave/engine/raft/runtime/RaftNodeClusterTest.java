@@ -200,4 +200,28 @@ class RaftNodeClusterTest {
             await(solo.stop());
         }
     }
+
+    @Test
+    void when_values_are_large_then_the_byte_thresholds_take_snapshots_and_bound_the_log_kept_in_memory() throws Exception {
+        LocalTransport alone = new LocalTransport();
+        // by count, never: 1,000,000 entries; by bytes, every 1 MiB applied, keeping at most 600,000 bytes of log
+        RaftNode.Options byBytes = new RaftNode.Options(20, 1_000_000, 1_000_000, 2, 0, 1 << 20, 600_000);
+        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
+                new KvStateMachine(), alone.from("solo"), byBytes,
+                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+        alone.nodes.put("solo", solo);
+        try {
+            Await.leader(List.of(solo));
+            String value = "x".repeat(256 * 1024);
+            for (int i = 0; i < 12; i++) { // 3 MiB of values
+                await(solo.propose(put("k" + i, value)));
+            }
+            poll("snapshots by bytes", () -> solo.metrics().snapshots() >= 2);
+            long kept = await(solo.onCore(core -> core.lastIndex() - core.firstIndex() + 1));
+            // behind the last snapshot at most 600,000 bytes (2 values), after it less than 1 MiB (at most 4 values)
+            assertTrue(kept <= 6, "the log in memory holds at most 6 of the 12 values: " + kept + " entries");
+        } finally {
+            await(solo.stop());
+        }
+    }
 }
