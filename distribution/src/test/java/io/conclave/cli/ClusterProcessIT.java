@@ -67,17 +67,29 @@ class ClusterProcessIT {
     }
 
     private static void startCluster(Path work, List<Node> nodes) throws Exception {
+        startCluster(work, nodes, "100ms");
+    }
+
+    private static void startCluster(Path work, List<Node> nodes, String leaveDrainTime) throws Exception {
         List<Integer> raftPorts = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
         List<String> addresses = raftPorts.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
         for (int i = 0; i < 3; i++) {
             int http = AgentProcess.freePort();
             Path config = work.resolve("s" + i + ".json");
             Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
-                    + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"100ms\", \"static_servers\": " + addresses
+                    + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"" + leaveDrainTime + "\", \"static_servers\": " + addresses
                     + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
             nodes.add(new Node(AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
                     "127.0.0.1:" + raftPorts.get(i)));
         }
+    }
+
+    /** The Raft ID of {@code server}, as {@code asked} lists it in the configuration. */
+    private static String serverId(Node asked, Node server) throws Exception {
+        JsonObject configuration = new JsonObject(call("GET", asked.httpPort(), "/v1/operator/raft/configuration", null).body());
+        return configuration.getJsonArray("Servers").stream().map(JsonObject.class::cast)
+                .filter(entry -> entry.getString("Address").equals(server.raftAddress()))
+                .map(entry -> entry.getString("ID")).findFirst().orElseThrow();
     }
 
     private static long term(Node node) throws Exception {
@@ -105,7 +117,7 @@ class ClusterProcessIT {
     void when_servers_leave_then_a_follower_costs_no_election_and_the_leader_exactly_one(@TempDir Path work) throws Exception {
         List<Node> nodes = new ArrayList<>();
         try {
-            startCluster(work, nodes);
+            startCluster(work, nodes, "3s");
             Node leader = awaitAgreedLeader(nodes);
             long term = term(leader);
             List<Node> followers = new ArrayList<>(nodes);
@@ -114,6 +126,9 @@ class ClusterProcessIT {
             Node leaving = followers.get(0);
             long refusedBefore = voteRequestsRefused(leader) + voteRequestsRefused(followers.get(1));
             assertEquals(200, call("PUT", leaving.httpPort(), "/v1/agent/leave", null).statusCode());
+            // removed and draining: a write sent to it is forwarded to the leader that removed it
+            assertEquals("true", call("PUT", leaving.httpPort(), "/v1/kv/while-draining", "forwarded").body());
+            assertEquals("forwarded", call("GET", leader.httpPort(), "/v1/kv/while-draining?raw", null).body());
             assertEquals(0, leaving.process().awaitExit(DEADLINE), "the follower left and exited 0");
             List<Node> remaining = List.of(leader, followers.get(1));
             assertEquals(leader, awaitAgreedLeader(remaining));
@@ -166,6 +181,15 @@ class ClusterProcessIT {
             assertEquals("via-follower", call("GET", followers.get(1).httpPort(), "/v1/kv/forwarded?raw", null).body(),
                     "a consistent read on a follower (ReadIndex from the leader) sees it");
 
+            // the operator's transfer-leader, sent to a follower, is forwarded to the leader
+            String successor = serverId(leader, followers.get(0));
+            HttpResponse<String> transfer = call("POST", followers.get(1).httpPort(), "/v1/operator/raft/transfer-leader?id=" + successor, null);
+            assertEquals(200, transfer.statusCode(), transfer.body());
+            leader = awaitAgreedLeader(nodes);
+            assertEquals(followers.get(0), leader, "leadership went where the operator asked, through a follower");
+            followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+
             long killedAt = System.nanoTime();
             leader.process().process.destroyForcibly(); // SIGKILL
             leader.process().process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
@@ -184,6 +208,13 @@ class ClusterProcessIT {
             System.out.printf("cluster failover: a new leader %d ms after the leader's SIGKILL, writes again after %d ms%n",
                     electedMillis, writableMillis);
             assertTrue(writableMillis < DEADLINE.toMillis());
+
+            // the operator removes the dead server through the surviving follower: forwarded to the leader
+            Node follower = survivors.get(0) == next ? survivors.get(1) : survivors.get(0);
+            HttpResponse<String> removal = call("DELETE", follower.httpPort(), "/v1/operator/raft/peer?address=" + leader.raftAddress(), null);
+            assertEquals(200, removal.statusCode(), removal.body());
+            JsonObject configuration = new JsonObject(call("GET", next.httpPort(), "/v1/operator/raft/configuration", null).body());
+            assertEquals(2, configuration.getJsonArray("Servers").size(), configuration.encode());
         } finally {
             for (Node node : nodes) {
                 node.process().close();

@@ -284,7 +284,7 @@ public final class Agent implements AutoCloseable {
         });
         clusterRpc.node(node);
         new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax()).register(http);
-        new OperatorHttpApi(node, config.nodeName()).register(http);
+        new OperatorHttpApi(vertx, node, config.nodeName(), clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
         new MetricsHttpApi(node, blockedThreads).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
             formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
@@ -500,6 +500,8 @@ public final class Agent implements AutoCloseable {
     }
 
     private static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(60);
+    /** How long an operator's remove-peer or transfer-leader may take before it is answered 500 (outcome unknown). */
+    static final java.time.Duration OPERATOR_CHANGE_TIMEOUT = java.time.Duration.ofSeconds(10);
 
     private void askLeaderToRemove(io.vertx.core.Promise<Void> removed, long deadline) {
         if (removed.future().isComplete()) {

@@ -17,6 +17,8 @@ import io.conclave.engine.raft.transport.proto.ReadIndexRequest;
 import io.conclave.engine.raft.transport.proto.ReadIndexResponse;
 import io.conclave.engine.raft.transport.proto.RemoveServerRequest;
 import io.conclave.engine.raft.transport.proto.RemoveServerResponse;
+import io.conclave.engine.raft.transport.proto.TransferLeaderRequest;
+import io.conclave.engine.raft.transport.proto.TransferLeaderResponse;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
 import io.conclave.engine.raft.transport.Limits;
@@ -28,7 +30,7 @@ import java.util.concurrent.TimeUnit;
  * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
  * ReadIndex), and the client side that forwards to the leader. Every forwarded call carries the cluster ID.
  */
-final class ClusterRpc implements LeaderForwarder {
+final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.OperatorForwarder {
 
     private final Bootstrapper bootstrapper;
     private final GrpcRaftTransport transport;
@@ -99,6 +101,21 @@ final class ClusterRpc implements LeaderForwarder {
             }
 
             @Override
+            protected void transferLeader(TransferLeaderRequest request, Completable<TransferLeaderResponse> response) {
+                RaftNode current = node;
+                if (current == null || !request.getClusterId().equals(transport.clusterId())) {
+                    response.succeed(TransferLeaderResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    return;
+                }
+                String target = request.getTargetId().isEmpty() ? null : request.getTargetId();
+                current.transferLeadership(target).onComplete((started, error) -> response.succeed(error == null && started
+                        ? TransferLeaderResponse.newBuilder().setOk(true).build()
+                        : TransferLeaderResponse.newBuilder().setOk(false).setMessage(error != null ? String.valueOf(error.getMessage())
+                                : "the leader did not start a transfer: it no longer leads, one is under way, or the target is no"
+                                        + " other voter").build()));
+            }
+
+            @Override
             protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
@@ -151,10 +168,19 @@ final class ClusterRpc implements LeaderForwarder {
     }
 
     /** Asks the leader to remove {@code serverId} from the configuration; completes when it committed. */
-    Future<Void> removeServer(String leaderId, String serverId) {
+    @Override
+    public Future<Void> removeServer(String leaderId, String serverId) {
         RemoveServerRequest request = RemoveServerRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
                 .setServerId(serverId).build();
         return leader(leaderId).removeServer(request).compose(answer -> answer.getOk()
+                ? Future.succeededFuture() : Future.failedFuture(new IllegalStateException(answer.getMessage())));
+    }
+
+    @Override
+    public Future<Void> transferLeader(String leaderId, String targetId) {
+        TransferLeaderRequest request = TransferLeaderRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
+                .setTargetId(targetId == null ? "" : targetId).build();
+        return leader(leaderId).transferLeader(request).compose(answer -> answer.getOk()
                 ? Future.succeededFuture() : Future.failedFuture(new IllegalStateException(answer.getMessage())));
     }
 

@@ -105,6 +105,8 @@ public final class RaftCore {
     private final List<ReadState> readStates = new ArrayList<>();
     private final List<ProposalOutcome> outcomes = new ArrayList<>();
     private SnapshotMeta snapshotToInstall;
+    /** Shut down by its removal: the leader it last followed (which committed the removal), or {@code null}. */
+    private String leaderAtShutdown;
     /** While leading: bytes of data in the entries after the commit index (what {@code maxUncommittedBytes} bounds). */
     private long uncommittedBytes;
     private Ready outstanding;
@@ -1135,8 +1137,8 @@ public final class RaftCore {
     // ---------------------------------------------------------------- proposals and reads
 
     private ProposalOutcome refuseUnlessLeader(long requestId) {
-        if (role == Role.SHUTDOWN) {
-            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.STOPPED, null);
+        if (role == Role.SHUTDOWN) { // the hint lets a removed server's agent forward writes while it drains
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.STOPPED, leaderAtShutdown);
         }
         if (role != Role.LEADER) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.NOT_LEADER, leaderId);
@@ -1448,6 +1450,7 @@ public final class RaftCore {
         events.add(new CoreEvent.Removed(action, removalPolicy.name()));
         if (action == RemovalAction.SHUTDOWN) {
             role = Role.SHUTDOWN;
+            leaderAtShutdown = wasLeader ? null : leaderId;
             leaderId = null;
             events.add(new CoreEvent.RoleChanged(role, term, null));
         }

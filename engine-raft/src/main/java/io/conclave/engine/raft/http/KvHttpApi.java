@@ -349,18 +349,24 @@ public final class KvHttpApi {
     /** A ReadIndex barrier here if this server leads, else confirmed by the leader and applied here. */
     private Future<Long> linearizableRead() {
         return node.readBarrier().recover(error -> {
-            if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null) {
+            // not from a server removed from the cluster: it applies nothing more, so its state would never catch up
+            if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
+                    && notLeader.reason() != Refusal.STOPPED) {
                 return forwarder.readIndex(notLeader.leaderId()).compose(node::awaitApplied);
             }
             return Future.failedFuture(error);
         });
     }
 
-    /** Proposes here if this server leads, else forwards to the leader (a refusal there is certainly not applied). */
+    /**
+     * Proposes here if this server leads, else forwards to the leader (a refusal there is certainly not applied). A
+     * server removed from the cluster (shut down by its removal, draining before it exits) forwards to the leader
+     * that removed it, so that clients still talking to it are served until it is gone.
+     */
     private Future<byte[]> propose(byte[] command) {
         return node.propose(command).recover(error -> {
             if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
-                    && notLeader.reason() == Refusal.NOT_LEADER) {
+                    && (notLeader.reason() == Refusal.NOT_LEADER || notLeader.reason() == Refusal.STOPPED)) {
                 return forwarder.forward(notLeader.leaderId(), command);
             }
             return Future.failedFuture(error);

@@ -12,15 +12,47 @@ import io.vertx.core.json.JsonObject;
 /**
  * Consul's Raft operator endpoints: {@code GET /v1/operator/raft/configuration},
  * {@code DELETE /v1/operator/raft/peer?id=|address=} and {@code POST /v1/operator/raft/transfer-leader?id=}.
+ * On a follower the two changes are forwarded to the leader, as Consul does; every change has a deadline
+ * ({@code timeout}), past which it is answered 500 with its outcome unknown.
  */
 public final class OperatorHttpApi {
 
+    private final io.vertx.core.Vertx vertx;
     private final RaftNode node;
     private final String localNodeName;
+    private final OperatorForwarder forwarder;
+    private final java.time.Duration timeout;
 
-    public OperatorHttpApi(RaftNode node, String localNodeName) {
+    /** @param forwarder where a follower sends the changes; {@code null} to refuse them on a follower */
+    public OperatorHttpApi(io.vertx.core.Vertx vertx, RaftNode node, String localNodeName, OperatorForwarder forwarder,
+                           java.time.Duration timeout) {
+        this.vertx = vertx;
         this.node = node;
         this.localNodeName = localNodeName;
+        this.forwarder = forwarder;
+        this.timeout = timeout;
+    }
+
+    /** The leader to forward to, when this server does not lead and knows one; else {@code null}. */
+    private String leaderElsewhere() {
+        RaftNode.Status status = node.status();
+        return forwarder != null && status.leaderId() != null && !status.leaderId().equals(node.id()) ? status.leaderId() : null;
+    }
+
+    /** {@code change}, failed with a clear message once {@code timeout} passed. */
+    private <T> io.vertx.core.Future<T> bounded(io.vertx.core.Future<T> change, String what) {
+        io.vertx.core.Promise<T> bounded = io.vertx.core.Promise.promise();
+        long timer = vertx.setTimer(timeout.toMillis(), id -> bounded.tryFail(new java.util.concurrent.TimeoutException(
+                what + " did not complete within " + timeout.toMillis() + " ms; it may still take effect")));
+        change.onComplete(result -> {
+            vertx.cancelTimer(timer);
+            if (result.succeeded()) {
+                bounded.tryComplete(result.result());
+            } else {
+                bounded.tryFail(result.cause());
+            }
+        });
+        return bounded.future();
     }
 
     public void register(HttpApi http) {
@@ -60,7 +92,11 @@ public final class OperatorHttpApi {
             HttpApi.error(request, 400, "no server " + (id != null ? "with ID " + id : "at address " + address) + " in the configuration");
             return;
         }
-        node.changeConfiguration(ConfigChange.remove(target))
+        String removed = target;
+        String leader = leaderElsewhere();
+        io.vertx.core.Future<Void> change = leader != null ? forwarder.removeServer(leader, removed)
+                : node.changeConfiguration(ConfigChange.remove(removed));
+        bounded(change, "the removal of " + removed)
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, error instanceof RefusedException
                         ? "cannot remove the server: " + error.getMessage() : String.valueOf(error.getMessage())));
@@ -72,7 +108,15 @@ public final class OperatorHttpApi {
             HttpApi.error(request, 400, "no voter with ID " + id + " in the configuration");
             return;
         }
-        node.transferLeadership(id == null || id.isEmpty() ? null : id)
+        String target = id == null || id.isEmpty() ? null : id;
+        String leader = leaderElsewhere();
+        if (leader != null) {
+            bounded(forwarder.transferLeader(leader, target), "the leadership transfer")
+                    .onSuccess(v -> HttpApi.json(request, 200, new JsonObject().put("Success", true)))
+                    .onFailure(error -> HttpApi.error(request, 500, "cannot transfer leadership: " + error.getMessage()));
+            return;
+        }
+        bounded(node.transferLeadership(target), "the leadership transfer")
                 .onSuccess(started -> {
                     if (started) {
                         HttpApi.json(request, 200, new JsonObject().put("Success", true));

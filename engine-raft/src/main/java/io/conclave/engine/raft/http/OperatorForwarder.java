@@ -1,0 +1,13 @@
+package io.conclave.engine.raft.http;
+
+import io.vertx.core.Future;
+
+/** Where a follower sends the operator's Raft changes: to the leader, each call with a deadline. */
+public interface OperatorForwarder {
+
+    /** Asks the leader {@code leaderId} to remove {@code serverId}; completes once the removal committed. */
+    Future<Void> removeServer(String leaderId, String serverId);
+
+    /** Asks the leader {@code leaderId} to hand leadership to {@code targetId} ({@code null}: its choice). */
+    Future<Void> transferLeader(String leaderId, String targetId);
+}
