@@ -13,6 +13,7 @@ module io.conclave.engine.raft {
     requires com.google.protobuf;
     requires org.slf4j;
     requires org.pcollections;
+    requires java.management;
 
     exports io.conclave.engine.raft.agent to io.conclave.cli;
     exports io.conclave.engine.raft.config to io.conclave.cli;

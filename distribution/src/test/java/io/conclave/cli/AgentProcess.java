@@ -40,11 +40,17 @@ final class AgentProcess implements AutoCloseable {
     }
 
     static AgentProcess start(Path work, String... args) throws IOException {
+        return start(work, List.of(), args);
+    }
+
+    /** With {@code jvmOptions} added to the defaults ({@code -Xmx256m}, exit on running out of memory). */
+    static AgentProcess start(Path work, List<String> jvmOptions, String... args) throws IOException {
         Path home = distribution();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")), "-Dconclave.home=" + home,
-                "--module-path", home.resolve("lib").toString(),
-                "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
+                "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
+                "-Dconclave.home=" + home));
+        command.addAll(jvmOptions);
+        command.addAll(List.of("--module-path", home.resolve("lib").toString(), "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
         command.addAll(List.of(args));
         Path output = Files.createTempFile(work, "agent", ".log");
         Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();

@@ -225,8 +225,8 @@ public final class ConfigLoader {
     public static final int DEFAULT_HTTP_MAX_CONNS_PER_CLIENT = 2_500;
     public static final int DEFAULT_HTTP_MAX_CONNS = 10_000;
     public static final Duration DEFAULT_HTTP_HEADER_TIMEOUT = Duration.ofSeconds(30);
-    /** 64 MiB: 128 values of the 512 KiB maximum buffered at once. */
-    public static final long DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT = 64L << 20;
+    /** 32 MiB: 64 values of the 512 KiB maximum buffered at once. */
+    public static final long DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT = 32L << 20;
 
     private static ConclaveConfig.Limits readLimits(JsonReader json) {
         int perClient = (int) json.integer("http_max_conns_per_client", DEFAULT_HTTP_MAX_CONNS_PER_CLIENT, 1, 1_000_000);

@@ -48,8 +48,8 @@ public record RaftConfig(
     public static final long DEFAULT_MAX_BYTES_PER_MESSAGE = 1L << 20;
     public static final int DEFAULT_MAX_INFLIGHT_MESSAGES = 64;
     public static final int DEFAULT_MAX_UNCOMMITTED_ENTRIES = 16_384;
-    /** 64 MiB: 128 of the largest values, enough to keep a pipeline full, small enough for a modest heap. */
-    public static final long DEFAULT_MAX_UNCOMMITTED_BYTES = 64L << 20;
+    /** 32 MiB: 64 of the largest values, enough to keep a pipeline full, small enough for a modest heap. */
+    public static final long DEFAULT_MAX_UNCOMMITTED_BYTES = 32L << 20;
     public static final int DEFAULT_MAX_HELD_PROPOSALS = 4096;
     public static final int DEFAULT_MAX_PENDING_READS = 4096;
     public static final int DEFAULT_DEPARTED_ACK_TICKS = 40;

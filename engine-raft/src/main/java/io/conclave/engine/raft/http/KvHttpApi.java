@@ -240,7 +240,7 @@ public final class KvHttpApi {
             }
             reserved[0] = declared;
         }
-        Buffer body = Buffer.buffer();
+        Buffer body = Buffer.buffer((int) Math.max(0, Math.min(declared, Limits.MAX_VALUE_BYTES))); // no regrowth copies
         boolean[] tooLarge = {false};
         request.handler(chunk -> {
             if (tooLarge[0]) {

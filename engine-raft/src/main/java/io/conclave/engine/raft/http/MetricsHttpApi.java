@@ -69,12 +69,18 @@ public final class MetricsHttpApi {
             }
         });
         gauges.add(new JsonObject().put("Name", "raft.snapshot.count").put("Value", node.metrics().snapshots()).put("Labels", new JsonObject()));
+        gauges.add(new JsonObject().put("Name", "runtime.heap_used_bytes").put("Value", heapUsed()).put("Labels", new JsonObject()));
         JsonArray samples = new JsonArray();
         node.metrics().samples().forEach((name, sample) -> samples.add(new JsonObject().put("Name", name)
                 .put("Count", sample.count()).put("Sum", sample.sum()).put("Min", sample.min()).put("Max", sample.max())
                 .put("Mean", sample.mean()).put("Labels", new JsonObject())));
         return new JsonObject().put("Timestamp", Instant.now().toString()).put("Gauges", gauges)
                 .put("Points", new JsonArray()).put("Counters", counterList).put("Samples", samples);
+    }
+
+    /** The heap in use now, garbage included (the JVM's own figure; Consul's runtime.alloc_bytes). */
+    private static long heapUsed() {
+        return java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
     }
 
     private String prometheus(Map<String, Long> counters) {
@@ -86,6 +92,7 @@ public final class MetricsHttpApi {
             text.append(name).append(labels).append(' ').append(value).append('\n');
         });
         text.append("conclave_raft_snapshot_count ").append(node.metrics().snapshots()).append('\n');
+        text.append("conclave_runtime_heap_used_bytes ").append(heapUsed()).append('\n');
         node.metrics().samples().forEach((name, sample) -> {
             String base = "conclave_" + name.replace('.', '_') + "_ms";
             text.append(base).append("_count ").append(sample.count()).append('\n');

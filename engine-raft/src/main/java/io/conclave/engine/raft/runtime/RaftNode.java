@@ -73,8 +73,8 @@ public final class RaftNode {
     public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
                           long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes) {
 
-        public static final long DEFAULT_SNAPSHOT_THRESHOLD_BYTES = 64L << 20;
-        public static final long DEFAULT_TRAILING_LOGS_BYTES = 16L << 20;
+        public static final long DEFAULT_SNAPSHOT_THRESHOLD_BYTES = 32L << 20;
+        public static final long DEFAULT_TRAILING_LOGS_BYTES = 8L << 20;
 
         public Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots, long snapshotIntervalMillis) {
             this(tickMillis, snapshotThreshold, trailingLogs, retainedSnapshots, snapshotIntervalMillis,
@@ -882,11 +882,12 @@ public final class RaftNode {
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
     private void maybeSnapshot() {
-        boolean thresholdReached = applied - snapshotIndex >= options.snapshotThreshold()
-                || (applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes());
+        // past the byte threshold the interval is not waited for: the log in memory would grow without bound
+        boolean bytesReached = applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes();
+        boolean thresholdReached = applied - snapshotIndex >= options.snapshotThreshold() || bytesReached;
         if (snapshotting || !thresholdReached || core.role() == Role.SHUTDOWN
                 || !core.canSnapshotAt(applied)
-                || (snapshotStarted && System.nanoTime() - lastSnapshotStarted
+                || (!bytesReached && snapshotStarted && System.nanoTime() - lastSnapshotStarted
                         < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
             return;
         }

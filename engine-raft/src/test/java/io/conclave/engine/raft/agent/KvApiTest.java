@@ -260,11 +260,13 @@ class KvApiTest {
             java.io.OutputStream out = socket.getOutputStream();
             out.write(("PUT " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
+            java.util.concurrent.atomic.AtomicInteger written = new java.util.concurrent.atomic.AtomicInteger();
             Thread writer = new Thread(() -> {
                 byte[] chunk = ("10000\r\n" + "x".repeat(0x10000) + "\r\n").getBytes(StandardCharsets.US_ASCII);
                 try {
                     for (int i = 0; i < 100 * 16; i++) { // up to 100 MiB, never the last chunk
                         out.write(chunk);
+                        written.incrementAndGet();
                     }
                 } catch (java.io.IOException closed) {
                     // the server closed the connection: what it should do
@@ -275,7 +277,9 @@ class KvApiTest {
             java.io.InputStream in = socket.getInputStream();
             String statusLine = new java.io.BufferedReader(new java.io.InputStreamReader(in, StandardCharsets.US_ASCII)).readLine();
             writer.join(20_000);
-            assertTrue(!writer.isAlive(), "the server closed the connection instead of reading 100 MiB");
+            assertTrue(!writer.isAlive(), "the writer stopped");
+            assertTrue(written.get() < 100 * 16, "the server closed the connection instead of reading 100 MiB: "
+                    + written.get() + " chunks of 64 KiB were taken");
             return statusLine;
         }
     }
