@@ -30,7 +30,7 @@ class ClusterProcessIT {
     record Node(AgentProcess process, int httpPort, String raftAddress) {
     }
 
-    private static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
+    static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
         request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
@@ -46,7 +46,7 @@ class ClusterProcessIT {
         }
     }
 
-    private static Node awaitAgreedLeader(List<Node> nodes) throws Exception {
+    static Node awaitAgreedLeader(List<Node> nodes) throws Exception {
         long deadline = System.nanoTime() + DEADLINE.toNanos();
         while (System.nanoTime() < deadline) {
             String first = leaderSeenBy(nodes.get(0));
@@ -71,15 +71,27 @@ class ClusterProcessIT {
     }
 
     private static void startCluster(Path work, List<Node> nodes, String leaveDrainTime) throws Exception {
+        startCluster(work, nodes, leaveDrainTime, "", List.of());
+    }
+
+    /**
+     * Starts three agents listing each other in {@code work} ({@code s0.json}...; data in {@code data0}...), each with
+     * {@code extraConfig} (top-level JSON members, each followed by a comma) and {@code jvmOptions}; adds them to {@code nodes}.
+     */
+    static void startCluster(Path work, List<Node> nodes, String leaveDrainTime, String extraConfig, List<String> jvmOptions)
+            throws Exception {
         List<Integer> raftPorts = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
         List<String> addresses = raftPorts.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
         for (int i = 0; i < 3; i++) {
             int http = AgentProcess.freePort();
             Path config = work.resolve("s" + i + ".json");
-            Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
+            Files.writeString(config, "{" + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
                     + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"" + leaveDrainTime + "\", \"static_servers\": " + addresses
                     + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
-            nodes.add(new Node(AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
+            String name = "s" + i;
+            List<String> options = new ArrayList<>(jvmOptions);
+            options.replaceAll(option -> option.replace("{name}", name));
+            nodes.add(new Node(AgentProcess.start(work, options, "agent", "-config-file", config.toString()), http,
                     "127.0.0.1:" + raftPorts.get(i)));
         }
     }

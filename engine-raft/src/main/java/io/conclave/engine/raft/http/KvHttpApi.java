@@ -333,8 +333,13 @@ public final class KvHttpApi {
 
     /** {@code attempt}, failed with {@code onTimeout} if it has not completed within the attempt timeout. */
     private <T> Future<T> bounded(Future<T> attempt, java.util.function.Supplier<Throwable> onTimeout) {
+        return within(vertx, attempt, attemptTimeout, onTimeout);
+    }
+
+    /** {@code attempt}, failed with {@code onTimeout}'s error if it has not completed within {@code deadline}. */
+    static <T> Future<T> within(Vertx vertx, Future<T> attempt, Duration deadline, java.util.function.Supplier<Throwable> onTimeout) {
         io.vertx.core.Promise<T> bounded = io.vertx.core.Promise.promise();
-        long timer = vertx.setTimer(attemptTimeout.toMillis(), id -> bounded.tryFail(onTimeout.get()));
+        long timer = vertx.setTimer(deadline.toMillis(), id -> bounded.tryFail(onTimeout.get()));
         attempt.onComplete(result -> {
             vertx.cancelTimer(timer);
             if (result.succeeded()) {

@@ -41,18 +41,8 @@ public final class OperatorHttpApi {
 
     /** {@code change}, failed with a clear message once {@code timeout} passed. */
     private <T> io.vertx.core.Future<T> bounded(io.vertx.core.Future<T> change, String what) {
-        io.vertx.core.Promise<T> bounded = io.vertx.core.Promise.promise();
-        long timer = vertx.setTimer(timeout.toMillis(), id -> bounded.tryFail(new java.util.concurrent.TimeoutException(
-                what + " did not complete within " + timeout.toMillis() + " ms; it may still take effect")));
-        change.onComplete(result -> {
-            vertx.cancelTimer(timer);
-            if (result.succeeded()) {
-                bounded.tryComplete(result.result());
-            } else {
-                bounded.tryFail(result.cause());
-            }
-        });
-        return bounded.future();
+        return KvHttpApi.within(vertx, change, timeout, () -> new java.util.concurrent.TimeoutException(
+                what + " did not complete within " + timeout.toMillis() + " ms; it may still take effect"));
     }
 
     public void register(HttpApi http) {
