@@ -26,6 +26,16 @@ public interface SnapshotStore {
     /** Opens a committed snapshot by id. The content's checksum is verified as it is read. */
     Reader open(String id);
 
+    /**
+     * Opens a committed snapshot to be read once, start to end, by a reader that can undo what it did with it (a
+     * transfer to a follower, which checks the CRC32C itself): a store may skip any verification it does up front
+     * in {@link #open}, as long as reading to the end still verifies the checksum and throws
+     * {@link CorruptionException} on a mismatch. The default is {@link #open}.
+     */
+    default Reader openStreaming(String id) {
+        return open(id);
+    }
+
     /** Deletes all but the {@code count} newest snapshots ({@code count >= 1}). */
     void retain(int count);
 

@@ -61,14 +61,14 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
         return new ClusterGrpcService() {
             @Override
             protected void hello(HelloRequest request, Completable<HelloResponse> response) {
-                response.succeed(bootstrapper.answer(request));
+                answer(response, bootstrapper.answer(request));
             }
 
             @Override
             protected void forward(ForwardRequest request, Completable<ForwardResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
-                    response.succeed(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
+                    answer(response, ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
                             .setMessage("not a server of cluster " + request.getClusterId()).build());
                     return;
                 }
@@ -83,7 +83,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
                     } else {
                         answer.setOutcome(ForwardResponse.Outcome.UNKNOWN).setMessage(String.valueOf(error.getMessage()));
                     }
-                    response.succeed(answer.build());
+                    answer(response, answer.build());
                 });
             }
 
@@ -91,11 +91,11 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
             protected void removeServer(RemoveServerRequest request, Completable<RemoveServerResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
-                    response.succeed(RemoveServerResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    answer(response, RemoveServerResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
                     return;
                 }
                 current.changeConfiguration(io.conclave.engine.raft.core.ConfigChange.remove(request.getServerId()))
-                        .onComplete((ignored, error) -> response.succeed(error == null
+                        .onComplete((ignored, error) -> answer(response, error == null
                                 ? RemoveServerResponse.newBuilder().setOk(true).build()
                                 : RemoveServerResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));
             }
@@ -104,11 +104,11 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
             protected void transferLeader(TransferLeaderRequest request, Completable<TransferLeaderResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
-                    response.succeed(TransferLeaderResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    answer(response, TransferLeaderResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
                     return;
                 }
                 String target = request.getTargetId().isEmpty() ? null : request.getTargetId();
-                current.transferLeadership(target).onComplete((started, error) -> response.succeed(error == null && started
+                current.transferLeadership(target).onComplete((started, error) -> answer(response, error == null && started
                         ? TransferLeaderResponse.newBuilder().setOk(true).build()
                         : TransferLeaderResponse.newBuilder().setOk(false).setMessage(error != null ? String.valueOf(error.getMessage())
                                 : "the leader did not start a transfer: it no longer leads, one is under way, or the target is no"
@@ -119,14 +119,26 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
             protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
-                    response.succeed(ReadIndexResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    answer(response, ReadIndexResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
                     return;
                 }
-                current.readBarrier().onComplete((index, error) -> response.succeed(error == null
+                current.readBarrier().onComplete((index, error) -> answer(response, error == null
                         ? ReadIndexResponse.newBuilder().setOk(true).setIndex(index).build()
                         : ReadIndexResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));
             }
         };
+    }
+
+    /**
+     * Answers a call. The caller may have given up meanwhile (its deadline passed, or it went away): then the stream
+     * is cancelled and vertx-grpc throws, which must not reach whoever completed the work (a node's Raft cycle).
+     */
+    private static <T> void answer(Completable<T> response, T value) {
+        try {
+            response.succeed(value);
+        } catch (IllegalStateException cancelled) {
+            org.slf4j.LoggerFactory.getLogger("conclave.transport").debug("an answer found its call gone: {}", cancelled.getMessage());
+        }
     }
 
     private ClusterGrpcClient leader(String leaderId) {

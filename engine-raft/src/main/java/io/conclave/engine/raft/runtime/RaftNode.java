@@ -432,7 +432,21 @@ public final class RaftNode {
         } else if (outcome instanceof ProposalOutcome.Held held) {
             heldWrites.put(held.requestId(), promise);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
-            promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+            settle(() -> promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(),
+                    leaderAddress(refused.leaderHint()))));
+        }
+    }
+
+    /**
+     * Completes a caller's promise. Its listeners run at once, on this thread: what they throw is theirs, never the
+     * Raft cycle's — an exception escaping here would stop the cycle before the core is told, and the node would
+     * make no progress again. It is logged and the node goes on.
+     */
+    private static void settle(Runnable completion) {
+        try {
+            completion.run();
+        } catch (RuntimeException e) {
+            LOG.warn("a caller's callback failed; the node goes on: {}", e.toString(), e);
         }
     }
 
@@ -502,7 +516,8 @@ public final class RaftNode {
             long requestId = nextRequestId++;
             ProposalOutcome outcome = core.readIndex(requestId);
             if (outcome instanceof ProposalOutcome.Refused refused) {
-                promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+                settle(() -> promise.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(),
+                        leaderAddress(refused.leaderHint()))));
             } else {
                 pendingReads.put(requestId, promise);
             }
@@ -736,7 +751,8 @@ public final class RaftNode {
             }
             Promise<Long> read = pendingReads.remove(outcome.requestId());
             if (read != null && outcome instanceof ProposalOutcome.Refused refused) {
-                read.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(), leaderAddress(refused.leaderHint())));
+                settle(() -> read.fail(new RefusedException(Refusal.of(refused.reason()), refused.leaderHint(),
+                        leaderAddress(refused.leaderHint()))));
             }
         }
 
@@ -784,7 +800,8 @@ public final class RaftNode {
                     .filter(candidate -> candidate.lastIndex() == meta.lastIndex() && candidate.lastTerm() == meta.lastTerm())
                     .findFirst().orElseThrow(() -> new IllegalStateException("no stored snapshot at index " + meta.lastIndex()
                             + ", term " + meta.lastTerm()));
-            return storage.snapshots().open(stored.id()); // verifies the content's checksum first
+            // checked as it is read (a damaged one ends the transfer short) and by the follower: no full pass first
+            return storage.snapshots().openStreaming(stored.id());
         }).onComplete(opened -> context.runOnContext(v -> {
             if (opened.failed()) {
                 sendingSnapshotTo.remove(message.to());
@@ -848,7 +865,7 @@ public final class RaftNode {
         applied = entry.index();
         pendingWrites.applied(entry, pending -> {
             metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
-            pending.handle().complete(result);
+            settle(() -> pending.handle().complete(result));
         }, this::answerNotApplied);
     }
 
@@ -858,7 +875,7 @@ public final class RaftNode {
             if (index <= applied) {
                 @SuppressWarnings("unchecked")
                 Promise<Long> promise = (Promise<Long>) waiting[1];
-                promise.complete(applied);
+                settle(() -> promise.complete(applied));
                 return true;
             }
             return false;
@@ -877,7 +894,7 @@ public final class RaftNode {
     }
 
     private void answerNotApplied(PendingWrites.Pending<Promise<byte[]>> pending) {
-        pending.handle().fail(new RefusedException(Refusal.NOT_APPLIED, core.leaderId(), leaderAddress(core.leaderId())));
+        settle(() -> pending.handle().fail(new RefusedException(Refusal.NOT_APPLIED, core.leaderId(), leaderAddress(core.leaderId()))));
     }
 
     /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
@@ -953,10 +970,10 @@ public final class RaftNode {
 
     private void failAllWaiting(String why) {
         RefusedException stopping = new RefusedException(Refusal.STOPPED, null, null);
-        pendingWrites.drain(pending -> pending.handle().tryFail(new OutcomeUnknownException(
-                why + " before the write's outcome was known")));
-        heldWrites.values().forEach(promiseHeld -> promiseHeld.tryFail(stopping));
-        pendingReads.values().forEach(read -> read.tryFail(stopping));
+        pendingWrites.drain(pending -> settle(() -> pending.handle().tryFail(new OutcomeUnknownException(
+                why + " before the write's outcome was known"))));
+        heldWrites.values().forEach(promiseHeld -> settle(() -> promiseHeld.tryFail(stopping)));
+        pendingReads.values().forEach(read -> settle(() -> read.tryFail(stopping)));
     }
 
     /** Completes with the cause when a storage failure stopped this node; never completes otherwise. */

@@ -224,4 +224,27 @@ class RaftNodeClusterTest {
             await(solo.stop());
         }
     }
+
+    @Test
+    void when_a_callers_callback_throws_then_the_node_goes_on_committing() throws Exception {
+        RaftNode leader = Await.leader(transport.nodes.values());
+        // a listener that throws when the write completes (as vertx-grpc does answering a call already cancelled)
+        java.util.concurrent.CountDownLatch thrown = new java.util.concurrent.CountDownLatch(1);
+        leader.propose(put("first", "1")).onComplete(result -> {
+            thrown.countDown();
+            throw new IllegalStateException("the stream is failed: CANCELLED (thrown on purpose)");
+        });
+        assertTrue(thrown.await(20, java.util.concurrent.TimeUnit.SECONDS));
+        for (int i = 0; i < 5; i++) {
+            await(leader.propose(put("after-" + i, "v"))); // would never complete if the cycle had stopped
+        }
+        RaftNode follower = transport.nodes.values().stream().filter(node -> node != leader).findFirst().orElseThrow();
+        poll("the writes after it reach a follower", () -> {
+            try {
+                return await(follower.query("after-4".getBytes())) != null;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
 }

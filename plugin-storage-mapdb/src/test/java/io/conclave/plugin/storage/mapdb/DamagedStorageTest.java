@@ -132,6 +132,18 @@ class DamagedStorageTest {
     }
 
     @Test
+    void when_snapshot_content_is_damaged_while_open_then_a_streaming_read_fails_at_its_end_and_open_at_once() throws Exception {
+        try (MapDbStorage storage = MapDbStorage.open(folder, SEGMENT_BYTES)) {
+            Damage.xorByte(folder.resolve(MapDbStorage.SNAPSHOTS_FOLDER).resolve(snapshot.id() + ".snap"), 1234, 0x5A);
+            assertThrows(CorruptionException.class, () -> storage.snapshots().open(snapshot.id()).close(), "open checks first");
+            try (SnapshotStore.Reader reader = storage.snapshots().openStreaming(snapshot.id())) { // no full pass first
+                java.io.InputStream input = reader.input();
+                assertThrows(CorruptionException.class, input::readAllBytes, "reading it to the end checks it");
+            }
+        }
+    }
+
+    @Test
     void when_snapshot_metadata_is_damaged_then_open_fails_naming_it() throws Exception {
         Path meta = folder.resolve(MapDbStorage.SNAPSHOTS_FOLDER).resolve(snapshot.id() + ".meta");
         Damage.xorByte(meta, 30, 0x5A);
