@@ -29,9 +29,10 @@ final class Flood {
 
     /** Writes per second that {@code clients} closed-loop clients get over {@code window} (the median of 1 s windows). */
     static double throughput(int port, int clients, byte[] value, Duration window, String prefix) throws Exception {
-        AtomicLong done = new AtomicLong();
+        ConcurrentLinkedQueue<Long> done = new ConcurrentLinkedQueue<>(); // when each acknowledged write completed
         List<Thread> threads = new ArrayList<>();
-        long end = System.nanoTime() + window.toNanos();
+        long start = System.nanoTime();
+        long end = start + window.toNanos();
         for (int c = 0; c < clients; c++) {
             int client = c;
             Thread thread = new Thread(() -> {
@@ -39,7 +40,7 @@ final class Flood {
                     try {
                         HttpResponse<String> answer = LoadProcessIT.call("PUT", port, "/v1/kv/" + prefix + client + "/" + i, value);
                         if (answer.statusCode() == 200) {
-                            done.incrementAndGet();
+                            done.add(System.nanoTime());
                         }
                     } catch (Exception e) {
                         return;
@@ -49,19 +50,18 @@ final class Flood {
             thread.start();
             threads.add(thread);
         }
-        List<Long> perSecond = new ArrayList<>();
-        long last = 0;
-        while (System.nanoTime() < end) {
-            Thread.sleep(1000); // a measurement window
-            long now = done.get();
-            perSecond.add(now - last);
-            last = now;
-        }
         for (Thread thread : threads) {
-            thread.join(60_000);
+            thread.join(window.toMillis() + 60_000);
         }
-        perSecond.sort(null);
-        return perSecond.isEmpty() ? 0 : perSecond.get(perSecond.size() / 2);
+        long[] perSecond = new long[(int) Math.max(1, window.toSeconds())];
+        for (long at : done) {
+            int second = (int) ((at - start) / 1_000_000_000L);
+            if (second < perSecond.length) {
+                perSecond[second]++;
+            }
+        }
+        java.util.Arrays.sort(perSecond);
+        return perSecond[perSecond.length / 2];
     }
 
     /** Sends writes at {@code rate} per second for {@code duration}, whatever the answers. */

@@ -85,21 +85,38 @@ class LoadProcessIT {
         });
     }
 
-    /** One client writing one small key after the other while {@code running}; each latency in microseconds. */
+    /**
+     * One client writing one small key after the other until {@link #finish()}, or for a measurement window of its
+     * own; each latency in microseconds.
+     */
     static final class Writer extends Thread {
         final List<Long> micros = Collections.synchronizedList(new ArrayList<>());
         final AtomicBoolean running = new AtomicBoolean(true);
         private final int port;
+        private final long until;
         private volatile Throwable failure;
 
         Writer(int port) {
+            this(port, Duration.ofDays(1));
+        }
+
+        Writer(int port, Duration window) {
             super("writer");
             this.port = port;
+            this.until = System.nanoTime() + window.toNanos();
+        }
+
+        /** Writes for {@code window}, then returns the latencies. */
+        static List<Long> measure(int port, Duration window) throws Exception {
+            Writer writer = new Writer(port, window);
+            writer.start();
+            writer.join(window.toMillis() + 60_000);
+            return writer.finish();
         }
 
         @Override
         public void run() {
-            for (long i = 0; running.get(); i++) {
+            for (long i = 0; running.get() && System.nanoTime() < until; i++) {
                 long started = System.nanoTime();
                 try {
                     HttpResponse<String> answer = call("PUT", port, "/v1/kv/probe/" + (i % 100), "x".getBytes());
@@ -179,10 +196,7 @@ class LoadProcessIT {
             long loadMillis = (System.nanoTime() - loadStarted) / 1_000_000;
             assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/last", "loaded".getBytes()).body().trim());
 
-            Writer without = new Writer(leader.httpPort());
-            without.start();
-            Thread.sleep(5_000); // a measurement window, not a wait for a condition
-            List<Long> baseline = without.finish();
+            List<Long> baseline = Writer.measure(leader.httpPort(), Duration.ofSeconds(5));
 
             Writer during = new Writer(leader.httpPort());
             during.start();
@@ -250,10 +264,7 @@ class LoadProcessIT {
             load(port, "big/", keys, value, 32);
             long reportsBefore = counter(port, "vertx.blocked_thread.reports");
 
-            Writer without = new Writer(port);
-            without.start();
-            Thread.sleep(5_000); // a measurement window
-            List<Long> baseline = without.finish();
+            List<Long> baseline = Writer.measure(port, Duration.ofSeconds(5));
 
             Writer during = new Writer(port);
             during.start();
