@@ -76,6 +76,9 @@ final class KvAnswer {
             return;
         }
         Mode mode = keys ? Mode.KEYS : request.params().contains("raw") ? Mode.RAW : Mode.ENTRIES;
+        if (mode == Mode.RAW) {
+            iterator = java.util.List.of(iterator.next()).iterator(); // raw answers the first value alone
+        }
         new KvAnswer(context, request, iterator, mode, key, request.getParam("separator")).next();
     }
 
@@ -127,11 +130,7 @@ final class KvAnswer {
     /** On a worker: the next piece of the answer; the iterator walks an immutable map, so any thread may. */
     private Buffer encodeChunk() {
         if (mode == Mode.RAW) {
-            KvEntry entry = entries.next();
-            while (entries.hasNext()) {
-                entries.next();
-            }
-            return Buffer.buffer(entry.value());
+            return Buffer.buffer(entries.next().value());
         }
         StringBuilder json = new StringBuilder(CHUNK_BYTES + 1024);
         if (!startedJson) {

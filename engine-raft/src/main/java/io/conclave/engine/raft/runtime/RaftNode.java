@@ -369,17 +369,19 @@ public final class RaftNode {
             if (over) {
                 throw new IllegalStateException("snapshot " + meta.id() + " was discarded");
             }
-            if (writer == null) {
-                writer = storage.snapshots().create(meta.lastIndex(), meta.lastTerm(), meta.configuration(), meta.configurationIndex());
-            }
-            writer.output().write(chunk.getBytes());
+            writer().output().write(chunk.getBytes());
         }
 
         void flush() throws IOException {
+            writer().output().flush();
+        }
+
+        /** The store's writer, opened with the first chunk (or at the end, for an empty snapshot). */
+        private SnapshotStore.Writer writer() {
             if (writer == null) {
                 writer = storage.snapshots().create(meta.lastIndex(), meta.lastTerm(), meta.configuration(), meta.configurationIndex());
             }
-            writer.output().flush();
+            return writer;
         }
 
         SnapshotMeta commit() {
