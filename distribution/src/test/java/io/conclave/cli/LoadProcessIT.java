@@ -178,8 +178,9 @@ class LoadProcessIT {
     @Test
     void when_a_restarted_follower_catches_up_from_a_snapshot_while_writes_continue_then_it_holds_every_key() throws Exception {
         int keys = Integer.getInteger("it.snapshot.keys", 20_000);
+        int valueBytes = Integer.getInteger("it.snapshot.valueBytes", 500);
         String heap = System.getProperty("it.snapshot.heap", "256m");
-        byte[] value = new byte[500];
+        byte[] value = new byte[valueBytes];
         java.util.Arrays.fill(value, (byte) 'v');
         List<ClusterProcessIT.Node> nodes = new ArrayList<>();
         try {
@@ -217,10 +218,10 @@ class LoadProcessIT {
 
             JsonArray held = new JsonArray(call("GET", follower.httpPort(), "/v1/kv/k/?keys&stale", null).body());
             assertEquals(keys, held.size(), "the follower holds every key");
-            System.out.printf("snapshot catch-up: %d keys x 500 B loaded in %d ms (%d writes outlasted their deadline and were"
+            System.out.printf("snapshot catch-up: %d keys x %d B loaded in %d ms (%d writes outlasted their deadline and were"
                             + " written again); the follower caught up in %d ms;"
                             + " writes without: %s; during the catch-up: %s; heap after collections: leader %d MiB, follower %d MiB (-Xmx%s)%n",
-                    keys, loadMillis, unknownWhileLoading, caughtUpMillis, describe(baseline), describe(catchingUp),
+                    keys, valueBytes, loadMillis, unknownWhileLoading, caughtUpMillis, describe(baseline), describe(catchingUp),
                     heapAfterCollections(work.resolve("gc-s" + nodes.indexOf(leader) + ".log")),
                     heapAfterCollections(work.resolve("gc-again.log")), heap);
         } finally {

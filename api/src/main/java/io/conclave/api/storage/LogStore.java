@@ -10,7 +10,8 @@ import java.util.List;
  * the log empty ({@code firstIndex() == lastIndex() + 1}): the next append must then start at {@code i + 1}.
  *
  * <p>Threading: every method may block (disk I/O). The engine calls them from one ordered worker thread
- * at a time, never from an event loop. Implementations need not be thread-safe.
+ * at a time, never from an event loop. Implementations need not be thread-safe; the {@link SnapshotStore}
+ * is called meanwhile from another thread (see there).
  *
  * <p>Durability: {@link #append} and the truncations may buffer; what {@link #sync()} returns from is
  * durable and must survive a crash of the process or the machine. An implementation may make every

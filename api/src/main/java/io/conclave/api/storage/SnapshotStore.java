@@ -7,7 +7,11 @@ import java.util.List;
 /**
  * Snapshots of the state machine.
  *
- * <p>Threading and errors as {@link LogStore}: blocking, called from one worker at a time.
+ * <p>Errors as {@link LogStore}. Threading: blocking, called from one worker thread of its own, one call at a
+ * time, <em>concurrently</em> with the {@link LogStore} and {@link StableStore}, which share another worker: a
+ * snapshot of a large state is written while log appends go on. A store must therefore share no unsynchronized
+ * state with the log or stable store (keep it in its own files). The engine compacts the log only after a
+ * snapshot's {@link Writer#commit()} returned, and replaces the log with a received snapshot only once committed.
  *
  * <p>A snapshot is written through a {@link Writer} and exists only once {@link Writer#commit()}
  * returned: then its content and metadata are durable, and the engine may compact the log. A crash

@@ -28,6 +28,8 @@ final class Progress {
     boolean recentActive;
     /** Ticks since last heard from. */
     int ticksSinceContact;
+    /** Heard from at all since this leader took office (until then, {@code ticksSinceContact} tells nothing). */
+    boolean heardFrom;
     /** Highest read context it acknowledged. */
     long readContextAcked;
     /** The follower's commit index, from its last heartbeat answer. */

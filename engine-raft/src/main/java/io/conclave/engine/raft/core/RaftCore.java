@@ -367,14 +367,26 @@ public final class RaftCore {
     }
 
     /**
-     * Where to compact the log once a snapshot at {@code upTo} is durable: the highest index to drop, so that the
-     * entries kept up to {@code upTo} are at most {@code trailingEntries} and hold at most {@code trailingBytes} bytes
-     * of data (a follower a little behind then catches up from the log rather than from a snapshot).
+     * Where to compact the log once a snapshot at {@code upTo} is durable: the highest index to drop. Kept up to
+     * {@code upTo}: the last {@code trailingEntries} entries, and beyond them, on a leader, those a live follower
+     * (heard from within an election timeout, not being sent a snapshot) still lacks; all of it within
+     * {@code trailingBytes} bytes of data. A follower a little behind, as one is under a heavy write load, then
+     * catches up from the log rather than from a snapshot of the whole state.
      */
     public long compactionPoint(long upTo, long trailingEntries, long trailingBytes) {
+        long neededFrom = upTo + 1; // the lowest index a live follower still lacks
+        if (role == Role.LEADER) {
+            for (Progress pr : progress.values()) {
+                if (!pr.id.equals(id) && pr.state != Progress.State.SNAPSHOT && pr.heardFrom
+                        && pr.ticksSinceContact < config.electionTimeoutMinTicks()) {
+                    neededFrom = Math.min(neededFrom, pr.match + 1);
+                }
+            }
+        }
         long keepFrom = upTo + 1;
         long bytes = 0;
-        while (keepFrom - 1 > log.snapshotIndex() && upTo - (keepFrom - 1) + 1 <= trailingEntries) {
+        while (keepFrom - 1 > log.snapshotIndex()
+                && (upTo - (keepFrom - 1) + 1 <= trailingEntries || keepFrom - 1 >= neededFrom)) {
             LogEntry entry = log.entry(keepFrom - 1);
             if (entry == null) {
                 break;
@@ -1084,6 +1096,7 @@ public final class RaftCore {
     private void markContact(Progress pr, Message message) {
         pr.recentActive = true;
         pr.ticksSinceContact = 0;
+        pr.heardFrom = true;
         pr.followerCommit = Math.max(pr.followerCommit, message.commit());
         Long removedAt = departingSince.get(pr.id);
         if (message.departed() && departing.containsKey(pr.id) && removedAt != null && message.commit() >= removedAt) {

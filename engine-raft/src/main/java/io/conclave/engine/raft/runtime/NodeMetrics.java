@@ -48,6 +48,12 @@ public final class NodeMetrics {
     public static final String COMMIT_LATENCY = "raft.commit.latency";
     public static final String APPLY_LATENCY = "raft.apply.latency";
     public static final String FSYNC_LATENCY = "raft.fsync.latency";
+    /** From a persist handed to the storage worker to its start: what it waited for (a compaction before it, say). */
+    public static final String PERSIST_WAIT = "raft.persist.wait";
+    /** A log compaction after a snapshot, on the storage worker. */
+    public static final String COMPACTION_LATENCY = "raft.compaction.latency";
+    /** A snapshot written, from its start to its commit, on the snapshot worker. */
+    public static final String SNAPSHOT_LATENCY = "raft.snapshot.latency";
 
     private final Map<String, Sample> samples = new ConcurrentHashMap<>();
     private volatile long snapshots;

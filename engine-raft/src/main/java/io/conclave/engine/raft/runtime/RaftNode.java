@@ -86,6 +86,9 @@ public final class RaftNode {
         }
     }
 
+    /** The part of the last snapshot's size the log must hold before the next snapshot (see {@link #maybeSnapshot()}). */
+    static final double SNAPSHOT_AMORTIZATION = 0.5;
+
     private final String id;
     private final Vertx vertx;
     private final Context context;
@@ -118,6 +121,8 @@ public final class RaftNode {
     private long snapshotIndex;
     /** Bytes of command data applied since the last snapshot started (or was installed). */
     private long appliedBytesSinceSnapshot;
+    /** The size of the latest snapshot taken, installed or loaded: the next one waits for a log of a part of it. */
+    private long lastSnapshotBytes;
     private boolean persisting;
     private boolean snapshotting;
     /** Whether this node started a snapshot yet, and when ({@link System#nanoTime()}): the interval counts from it. */
@@ -185,7 +190,7 @@ public final class RaftNode {
                                          ClusterConfiguration bootstrap) {
         RaftCore core = new RaftCore(id, config, new Random(), policy);
         RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options, config);
-        return node.storageWorker.<Void>executeBlocking(() -> {
+        return RaftNode.<Void>onWorker(node.storageWorker, () -> {
             node.restoreFromStorage(bootstrap);
             return null;
         }).compose(ignored -> Future.<RaftNode>future(promise -> node.context.runOnContext(v -> {
@@ -204,6 +209,7 @@ public final class RaftNode {
             }
             applied = snapshot.lastIndex();
             snapshotIndex = snapshot.lastIndex();
+            lastSnapshotBytes = snapshot.sizeBytes();
         }
         if (snapshot != null && snapshot.lastIndex() >= storage.log().firstIndex() && snapshot.lastIndex() <= storage.log().lastIndex()
                 && storage.log().get(snapshot.lastIndex()).term() != snapshot.lastTerm()) {
@@ -271,7 +277,7 @@ public final class RaftNode {
                 if (done) {
                     return Future.failedFuture(new IllegalStateException("the snapshot transfer is over"));
                 }
-                tail = tail.compose(v -> snapshotWorker.executeBlocking(() -> {
+                tail = tail.compose(v -> onWorker(snapshotWorker, () -> {
                     received.write(chunk);
                     return null;
                 }));
@@ -284,7 +290,7 @@ public final class RaftNode {
                     return;
                 }
                 done = true;
-                tail.compose(v -> snapshotWorker.<Void>executeBlocking(() -> {
+                tail.compose(v -> RaftNode.<Void>onWorker(snapshotWorker, () -> {
                     received.flush();
                     return null;
                 })).onComplete(result -> context.runOnContext(v -> {
@@ -344,7 +350,7 @@ public final class RaftNode {
 
     /** Discards a received snapshot that will not be installed (its temporary content is deleted). */
     private Future<Void> discard(ReceivedSnapshot received) {
-        return snapshotWorker.executeBlocking(() -> {
+        return onWorker(snapshotWorker, () -> {
             received.discard();
             return null;
         });
@@ -477,7 +483,7 @@ public final class RaftNode {
     public Future<Void> bootstrap(ClusterConfiguration initial, String key, byte[] value) {
         return onCore(core -> core.lastIndex() == 0 && core.term() == 0).compose(empty -> !empty
                 ? Future.failedFuture(new IllegalStateException("this server already has Raft state: it is not bootstrapped"))
-                : storageWorker.<Void>executeBlocking(() -> {
+                : RaftNode.<Void>onWorker(storageWorker, () -> {
                     storage.stable().put(key, value);
                     if (storage.stable().get(STATELESS_KEY) != null) {
                         storage.stable().put(STATELESS_KEY, null); // a new cluster: this ID never voted in it
@@ -629,8 +635,10 @@ public final class RaftNode {
                 continue;
             }
             persisting = true;
-            installSnapshot(ready).compose(ignored -> storageWorker.<Void>executeBlocking(() -> {
+            long handed = System.nanoTime();
+            installSnapshot(ready).compose(ignored -> RaftNode.<Void>onWorker(storageWorker, () -> {
                 long started = System.nanoTime();
+                metrics.record(NodeMetrics.PERSIST_WAIT, started - handed);
                 persist(ready);
                 metrics.record(NodeMetrics.FSYNC_LATENCY, System.nanoTime() - started);
                 return null;
@@ -663,7 +671,7 @@ public final class RaftNode {
         if (received == null) {
             return Future.failedFuture(new IllegalStateException("snapshot " + install.id() + " arrived without its content"));
         }
-        return snapshotWorker.<StateMachine.Restoration>executeBlocking(() -> {
+        return RaftNode.<StateMachine.Restoration>onWorker(snapshotWorker, () -> {
             SnapshotMeta stored = received.commit();
             storage.snapshots().retain(options.retainedSnapshots());
             try (SnapshotStore.Reader reader = storage.snapshots().open(stored.id()); InputStream input = reader.input()) {
@@ -722,6 +730,7 @@ public final class RaftNode {
             applied = meta.lastIndex();
             snapshotIndex = applied;
             appliedBytesSinceSnapshot = 0;
+            lastSnapshotBytes = meta.sizeBytes();
             return true;
         }
 
@@ -795,7 +804,7 @@ public final class RaftNode {
             return; // one is on its way: the core asked again because it takes longer than an election timeout
         }
         SnapshotMeta meta = message.snapshot();
-        snapshotWorker.<SnapshotStore.Reader>executeBlocking(() -> {
+        RaftNode.<SnapshotStore.Reader>onWorker(snapshotWorker, () -> {
             // By index and term, not ID: a snapshot this server installed is stored under an ID of its own storage,
             // while the core keeps the one the leader gave it.
             SnapshotMeta stored = storage.snapshots().list().stream()
@@ -839,7 +848,7 @@ public final class RaftNode {
 
         @Override
         public Future<Buffer> read(int maxBytes) {
-            return snapshotWorker.executeBlocking(() -> {
+            return onWorker(snapshotWorker, () -> {
                 if (closed) {
                     throw new IllegalStateException("the snapshot transfer to " + follower + " is closed");
                 }
@@ -851,7 +860,7 @@ public final class RaftNode {
         @Override
         public void close() {
             context.runOnContext(v -> sendingSnapshotTo.remove(follower));
-            snapshotWorker.executeBlocking(() -> {
+            onWorker(snapshotWorker, () -> {
                 if (!closed) {
                     closed = true;
                     reader.close();
@@ -899,8 +908,28 @@ public final class RaftNode {
         settle(() -> pending.handle().fail(new RefusedException(Refusal.NOT_APPLIED, core.leaderId(), leaderAddress(core.leaderId()))));
     }
 
-    /** Past the threshold, snapshots the state machine on the worker and compacts the log. */
+    /**
+     * Runs {@code task} on {@code worker}'s one thread, after the tasks handed to it before (a single-thread pool
+     * keeps them in order), and independently of the other worker. Not Vert.x's "ordered" mode: that queues every
+     * ordered task of a context in one queue whatever the executor, so a log persist waited for a whole snapshot to
+     * be written (2 s with a 1 GiB state, longer than an election timeout: the leader went silent and was replaced).
+     */
+    private static <T> Future<T> onWorker(WorkerExecutor worker, java.util.concurrent.Callable<T> task) {
+        return worker.executeBlocking(task, false);
+    }
+
+    /**
+     * Past the threshold, snapshots the state machine on the worker and compacts the log. Whatever the threshold, a
+     * snapshot waits until the log applied since the last one holds at least {@link #SNAPSHOT_AMORTIZATION} of that
+     * one's size: a snapshot of a large state writes the whole state, and taken every few thousand entries it would
+     * cost many times the writes themselves (a 1 GiB state snapshotted every 5 s starved the disk and the cluster lost
+     * its leader again and again). So snapshotting writes at most about 1/{@code SNAPSHOT_AMORTIZATION} times what the
+     * log took, and the log held in memory is at most that part of the state (or the thresholds, if larger).
+     */
     private void maybeSnapshot() {
+        if (appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION) {
+            return;
+        }
         // past the byte threshold the interval is not waited for: the log in memory would grow without bound
         boolean bytesReached = applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes();
         boolean thresholdReached = applied - snapshotIndex >= options.snapshotThreshold() || bytesReached;
@@ -925,24 +954,29 @@ public final class RaftNode {
         }
         long compactTo = core.compactionPoint(index, options.trailingLogs(), options.trailingLogsBytes());
         appliedBytesSinceSnapshot = 0;
-        snapshotWorker.<SnapshotMeta>executeBlocking(() -> {
+        RaftNode.<SnapshotMeta>onWorker(snapshotWorker, () -> {
+            long started = System.nanoTime();
             SnapshotMeta meta;
             try (SnapshotStore.Writer writer = storage.snapshots().create(index, term, configuration, configurationIndex)) {
                 capture.writeTo(writer.output());
                 meta = writer.commit();
             }
             storage.snapshots().retain(options.retainedSnapshots());
+            metrics.record(NodeMetrics.SNAPSHOT_LATENCY, System.nanoTime() - started);
             return meta;
-        }).compose(meta -> storageWorker.<SnapshotMeta>executeBlocking(() -> { // only once the snapshot is durable
+        }).compose(meta -> RaftNode.<SnapshotMeta>onWorker(storageWorker, () -> { // only once the snapshot is durable
+            long started = System.nanoTime();
             if (compactTo > storage.log().firstIndex()) {
                 storage.log().truncatePrefix(compactTo);
             }
+            metrics.record(NodeMetrics.COMPACTION_LATENCY, System.nanoTime() - started);
             return meta;
         })).onComplete(result -> {
             snapshotting = false;
             if (result.succeeded()) {
                 metrics.snapshotTaken();
                 snapshotIndex = index;
+                lastSnapshotBytes = result.result().sizeBytes();
                 core.snapshotTaken(result.result(), compactTo);
             } else {
                 fatal(result.cause());
@@ -994,7 +1028,7 @@ public final class RaftNode {
             failAllWaiting("the node stopped");
             receivedSnapshots.values().forEach(this::discard);
             receivedSnapshots.clear();
-            snapshotWorker.executeBlocking(() -> null) // after every snapshot task queued so far
+            onWorker(snapshotWorker, () -> null) // after every snapshot task queued so far
                     .eventually(snapshotWorker::close)
                     .eventually(storageWorker::close)
                     .onComplete(ignored -> promise.complete());

@@ -425,6 +425,32 @@ class RaftCoreTest {
     }
 
     @Test
+    void when_a_live_follower_lags_then_compaction_keeps_what_it_lacks_within_the_bytes_and_forgets_it_once_it_goes_quiet() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 11, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        long bHas = a.lastIndex();
+        for (int i = 0; i < 10; i++) {
+            a.propose(10 + i, new byte[1_000]);
+        }
+        cluster.processAll();
+        cluster.deliverAll(message -> message.to().equals("b") && !message.entries().isEmpty()); // b lags; it hears heartbeats
+        long last = a.lastIndex();
+        assertEquals(last, a.commitIndex(), "committed by a and c");
+        assertEquals(bHas, a.compactionPoint(last, 2, 1_000_000), "the entries the live follower b lacks are kept, not only two");
+        assertEquals(last - 5, a.compactionPoint(last, 2, 5_500), "but never more bytes than the bound");
+
+        // b goes quiet: past an election timeout without a word from it, only the trailing entries are kept
+        for (int t = 0; t < RaftConfig.defaults().electionTimeoutMinTicks(); t++) {
+            cluster.tick("a", 1);
+            cluster.processAll();
+            cluster.deliverAll(message -> message.to().equals("b") || message.from().equals("b"));
+        }
+        assertEquals(a.role(), Role.LEADER, "c still answers");
+        assertEquals(last - 2, a.compactionPoint(last, 2, 1_000_000), "the quiet follower will need a snapshot; two kept");
+    }
+
+    @Test
     void when_check_quorum_is_off_then_a_follower_grants_a_vote_even_within_the_leaders_lease() {
         CoreHarness cluster = new CoreHarness(RaftConfig.defaults().withCheckQuorum(false), 7, "a", "b", "c");
         cluster.elect("a");

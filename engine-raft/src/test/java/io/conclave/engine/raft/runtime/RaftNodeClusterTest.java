@@ -226,14 +226,106 @@ class RaftNodeClusterTest {
     }
 
     @Test
+    void when_a_snapshot_takes_long_to_write_then_writes_go_on_committing_meanwhile() throws Exception {
+        java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        InMemoryStorage memory = new InMemoryStorage();
+        io.conclave.api.storage.SnapshotStore slowSnapshots = new io.conclave.api.storage.SnapshotStore() {
+            @Override
+            public Writer create(long lastIndex, long lastTerm, ClusterConfiguration configuration, long configurationIndex) {
+                Writer writer = memory.snapshots().create(lastIndex, lastTerm, configuration, configurationIndex);
+                return new Writer() {
+                    @Override
+                    public java.io.OutputStream output() {
+                        return writer.output();
+                    }
+
+                    @Override
+                    public io.conclave.api.storage.SnapshotMeta commit() {
+                        writing.countDown();
+                        try { // a snapshot of a large state on a slow disk: held until the test has seen the writes
+                            release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        return writer.commit();
+                    }
+
+                    @Override
+                    public void close() {
+                        writer.close();
+                    }
+                };
+            }
+
+            @Override
+            public List<io.conclave.api.storage.SnapshotMeta> list() {
+                return memory.snapshots().list();
+            }
+
+            @Override
+            public Reader open(String id) {
+                return memory.snapshots().open(id);
+            }
+
+            @Override
+            public void retain(int count) {
+                memory.snapshots().retain(count);
+            }
+        };
+        io.conclave.api.storage.Storage storage = new io.conclave.api.storage.Storage() {
+            @Override
+            public io.conclave.api.storage.LogStore log() {
+                return memory.log();
+            }
+
+            @Override
+            public io.conclave.api.storage.StableStore stable() {
+                return memory.stable();
+            }
+
+            @Override
+            public io.conclave.api.storage.SnapshotStore snapshots() {
+                return slowSnapshots;
+            }
+
+            @Override
+            public void close() {
+                memory.close();
+            }
+        };
+        LocalTransport alone = new LocalTransport();
+        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, storage,
+                new KvStateMachine(), alone.from("solo"), new RaftNode.Options(20, 20, 10, 2, 0),
+                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+        alone.nodes.put("solo", solo);
+        try {
+            Await.leader(List.of(solo));
+            for (int i = 0; i < 25; i++) {
+                await(solo.propose(put("k" + i, "v")));
+            }
+            assertTrue(writing.await(20, java.util.concurrent.TimeUnit.SECONDS), "a snapshot is being written");
+            for (int i = 0; i < 50; i++) { // each one persisted to the log while the snapshot is still being written
+                await(solo.propose(put("during-" + i, "v")));
+            }
+            assertEquals(0, solo.metrics().snapshots(), "the snapshot was still being written all along");
+        } finally {
+            release.countDown();
+            await(solo.stop());
+        }
+    }
+
+    @Test
     void when_a_callers_callback_throws_then_the_node_goes_on_committing() throws Exception {
         RaftNode leader = Await.leader(transport.nodes.values());
         // a listener that throws when the write completes (as vertx-grpc does answering a call already cancelled)
         java.util.concurrent.CountDownLatch thrown = new java.util.concurrent.CountDownLatch(1);
-        leader.propose(put("first", "1")).onComplete(result -> {
+        // proposed from the node's context, so that the listener is attached before the write can complete (attached
+        // after, it would run, and throw, on the test's thread)
+        await(leader.onCore(core -> leader.propose(put("first", "1")).onComplete(result -> {
             thrown.countDown();
             throw new IllegalStateException("the stream is failed: CANCELLED (thrown on purpose)");
-        });
+        })));
         assertTrue(thrown.await(20, java.util.concurrent.TimeUnit.SECONDS));
         for (int i = 0; i < 5; i++) {
             await(leader.propose(put("after-" + i, "v"))); // would never complete if the cycle had stopped
