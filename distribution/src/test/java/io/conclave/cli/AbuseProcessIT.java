@@ -152,7 +152,7 @@ class AbuseProcessIT {
     }
 
     /** The heap after a full collection asked for with {@code jcmd GC.run}, in MiB: what the agent really keeps. */
-    private static long heapAfterFullCollection(AgentProcess agent, Path gcLog) throws Exception {
+    static long heapAfterFullCollection(AgentProcess agent, Path gcLog) throws Exception {
         Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
                 Long.toString(agent.process.pid()), "GC.run").redirectErrorStream(true).start();
         jcmd.getInputStream().readAllBytes();
