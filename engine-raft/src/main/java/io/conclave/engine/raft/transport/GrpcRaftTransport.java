@@ -60,6 +60,7 @@ public final class GrpcRaftTransport {
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final AtomicLong refusedClusterMessages = new AtomicLong();
     private final AtomicLong malformedMessages = new AtomicLong();
+    private final AtomicLong droppedMessages = new AtomicLong();
     private HttpServer server;
 
     /**
@@ -141,6 +142,16 @@ public final class GrpcRaftTransport {
 
     public long refusedClusterMessages() {
         return refusedClusterMessages.get();
+    }
+
+    /** Bytes of messages waiting for their peers (connections down or streams full); at most {@link Limits#MAX_QUEUED_BYTES} each. */
+    public long queuedBytes() {
+        return peers.values().stream().mapToLong(Peer::queuedBytes).sum();
+    }
+
+    /** Messages dropped from a full queue to a peer (Raft tolerates loss). */
+    public long droppedMessages() {
+        return droppedMessages.get();
     }
 
     public long malformedMessages() {
@@ -431,6 +442,7 @@ public final class GrpcRaftTransport {
     private final class Peer {
         private final SocketAddress address;
         private final ArrayDeque<RaftMessage> queue = new ArrayDeque<>();
+        private long queuedBytes;
         private WriteStream<RaftMessage> stream;
         private boolean connecting;
         private long backoffMillis = INITIAL_BACKOFF_MILLIS;
@@ -445,10 +457,13 @@ public final class GrpcRaftTransport {
                 stream.write(proto);
                 return;
             }
-            if (queue.size() >= Limits.MAX_QUEUED_MESSAGES) {
-                queue.removeFirst();
+            long size = proto.getSerializedSize();
+            while (!queue.isEmpty() && (queue.size() >= Limits.MAX_QUEUED_MESSAGES || queuedBytes + size > Limits.MAX_QUEUED_BYTES)) {
+                queuedBytes -= queue.removeFirst().getSerializedSize();
+                droppedMessages.incrementAndGet();
             }
             queue.addLast(proto);
+            queuedBytes += size;
             if (stream == null) {
                 connect();
             }
@@ -479,8 +494,14 @@ public final class GrpcRaftTransport {
 
         private synchronized void flush() {
             while (stream != null && !queue.isEmpty() && !stream.writeQueueFull()) {
-                stream.write(queue.removeFirst());
+                RaftMessage next = queue.removeFirst();
+                queuedBytes -= next.getSerializedSize();
+                stream.write(next);
             }
+        }
+
+        synchronized long queuedBytes() {
+            return queuedBytes;
         }
 
         /**

@@ -26,6 +26,13 @@ public final class Limits {
     public static final long MAX_SNAPSHOT_BYTES = 4L * 1024 * 1024 * 1024;
     /** Messages waiting for a connection to a peer; beyond, they are dropped (Raft tolerates loss). */
     public static final int MAX_QUEUED_MESSAGES = 4096;
+    /**
+     * Bytes of messages waiting for one peer (its connection down or its stream full); beyond, the oldest are
+     * dropped (Raft tolerates loss: the follower refuses what does not follow, and the leader probes again).
+     * Counting messages alone let a slow follower's queue hold 1.2 GB of appends: a leader frees a slot of its
+     * pipelining window on every heartbeat answer, so appends kept coming while the stream was full.
+     */
+    public static final long MAX_QUEUED_BYTES = 16L * 1024 * 1024;
 
     private Limits() {
     }

@@ -226,6 +226,29 @@ class RaftNodeClusterTest {
     }
 
     @Test
+    void when_the_state_grows_then_a_snapshot_waits_for_a_log_of_half_the_last_ones_size() throws Exception {
+        LocalTransport alone = new LocalTransport();
+        // a snapshot every 20 entries by count, without interval: 30 snapshots for 600 writes, each of the whole state
+        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
+                new KvStateMachine(), alone.from("solo"), new RaftNode.Options(20, 20, 10, 2, 0),
+                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+        alone.nodes.put("solo", solo);
+        try {
+            Await.leader(List.of(solo));
+            String value = "v".repeat(1_000);
+            for (int i = 0; i < 600; i++) { // unique keys: the state grows by 1 KB a write
+                await(solo.propose(put("k" + i, value)));
+            }
+            poll("the last snapshot is taken", () -> solo.metrics().snapshots() >= 3);
+            long taken = solo.metrics().snapshots();
+            // each waits for a log of half the last one's size: the sizes grow by half each time, about 9 snapshots
+            assertTrue(taken <= 12, "snapshots amortized over the log: " + taken + " (30 without)");
+        } finally {
+            await(solo.stop());
+        }
+    }
+
+    @Test
     void when_a_snapshot_takes_long_to_write_then_writes_go_on_committing_meanwhile() throws Exception {
         java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);

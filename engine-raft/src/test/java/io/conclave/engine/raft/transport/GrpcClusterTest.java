@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
+import io.conclave.api.storage.LogEntry;
 import io.conclave.api.storage.Storage;
 import io.conclave.engine.raft.builtin.InMemoryStorage;
 import io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
@@ -248,6 +249,28 @@ class GrpcClusterTest {
         poll(follower + " catches up", () -> holds(restarted, "while-down-19", after));
         assertTrue(holds(restarted, "before", before), "what it had before the stop survived the restart");
         assertTrue(storages.get(follower).snapshots().list().isEmpty(), "caught up from the log: no snapshot was sent");
+    }
+
+    @Test
+    void when_a_peer_cannot_take_its_messages_then_what_waits_for_it_is_bounded_in_bytes() throws Exception {
+        int nobody; // a peer whose port nobody listens on: every message waits, then is dropped
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            nobody = socket.getLocalPort();
+        }
+        GrpcRaftTransport lonely = new GrpcRaftTransport(vertx, CLUSTER, peer -> SocketAddress.inetSocketAddress(nobody, "127.0.0.1"));
+        try {
+            byte[] data = new byte[256 * 1024];
+            for (int i = 0; i < 400; i++) { // 100 MB of appends, as a leader's pipelining sends them to a slow follower
+                LogEntry entry = new LogEntry(i + 1, 1, LogEntry.Type.COMMAND, data);
+                lonely.sender().send(new Message(MessageType.APPEND, "a", "b", 1, i, 1, List.of(entry), 0, false, 0, false, 0,
+                        null, false));
+            }
+            assertTrue(lonely.queuedBytes() <= Limits.MAX_QUEUED_BYTES, "queued: " + lonely.queuedBytes());
+            assertTrue(lonely.queuedBytes() > Limits.MAX_QUEUED_BYTES / 2, "the newest wait: " + lonely.queuedBytes());
+            assertTrue(lonely.droppedMessages() >= 400 - Limits.MAX_QUEUED_BYTES / data.length, "dropped: " + lonely.droppedMessages());
+        } finally {
+            await(lonely.close());
+        }
     }
 
     @Test
