@@ -95,6 +95,16 @@ class RaftNodeClusterTest {
         return new KvCommand(KvCommand.Op.PUT, key, value.getBytes(StandardCharsets.UTF_8), 0, KvCommand.NO_CAS).encode();
     }
 
+    /** A single-server cluster on a transport of its own, with {@code storage} and {@code options}. */
+    private RaftNode startSolo(io.conclave.api.storage.Storage storage, RaftNode.Options options) throws Exception {
+        LocalTransport alone = new LocalTransport();
+        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, storage,
+                new KvStateMachine(), alone.from("solo"), options,
+                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
+        alone.nodes.put("solo", solo);
+        return solo;
+    }
+
     private long commitIndex(RaftNode node) throws Exception {
         return await(node.onCore(core -> core.commitIndex()));
     }
@@ -177,12 +187,8 @@ class RaftNodeClusterTest {
 
     @Test
     void when_the_threshold_is_reached_again_within_the_snapshot_interval_then_no_second_snapshot_is_taken() throws Exception {
-        LocalTransport alone = new LocalTransport();
         RaftNode.Options oncePerHour = new RaftNode.Options(20, 50, 10, 2, 3_600_000);
-        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
-                new KvStateMachine(), alone.from("solo"), oncePerHour,
-                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
-        alone.nodes.put("solo", solo);
+        RaftNode solo = startSolo(new InMemoryStorage(), oncePerHour);
         try {
             Await.leader(List.of(solo));
             for (int i = 0; i < 60; i++) {
@@ -203,13 +209,9 @@ class RaftNodeClusterTest {
 
     @Test
     void when_values_are_large_then_the_byte_thresholds_take_snapshots_and_bound_the_log_kept_in_memory() throws Exception {
-        LocalTransport alone = new LocalTransport();
         // by count, never: 1,000,000 entries; by bytes, every 1 MiB applied, keeping at most 600,000 bytes of log
         RaftNode.Options byBytes = new RaftNode.Options(20, 1_000_000, 1_000_000, 2, 0, 1 << 20, 600_000);
-        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
-                new KvStateMachine(), alone.from("solo"), byBytes,
-                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
-        alone.nodes.put("solo", solo);
+        RaftNode solo = startSolo(new InMemoryStorage(), byBytes);
         try {
             Await.leader(List.of(solo));
             String value = "x".repeat(256 * 1024);
@@ -227,12 +229,8 @@ class RaftNodeClusterTest {
 
     @Test
     void when_the_state_grows_then_a_snapshot_waits_for_a_log_of_half_the_last_ones_size() throws Exception {
-        LocalTransport alone = new LocalTransport();
         // a snapshot every 20 entries by count, without interval: 30 snapshots for 600 writes, each of the whole state
-        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(),
-                new KvStateMachine(), alone.from("solo"), new RaftNode.Options(20, 20, 10, 2, 0),
-                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
-        alone.nodes.put("solo", solo);
+        RaftNode solo = startSolo(new InMemoryStorage(), new RaftNode.Options(20, 20, 10, 2, 0));
         try {
             Await.leader(List.of(solo));
             String value = "v".repeat(1_000);
@@ -317,11 +315,7 @@ class RaftNodeClusterTest {
                 memory.close();
             }
         };
-        LocalTransport alone = new LocalTransport();
-        RaftNode solo = await(RaftNode.start(vertx, "solo", CONFIG, ShutdownOnRemovePolicyProvider.POLICY, storage,
-                new KvStateMachine(), alone.from("solo"), new RaftNode.Options(20, 20, 10, 2, 0),
-                new ClusterConfiguration(List.of(new Server("solo", "local:solo", Suffrage.VOTER)))));
-        alone.nodes.put("solo", solo);
+        RaftNode solo = startSolo(storage, new RaftNode.Options(20, 20, 10, 2, 0));
         try {
             Await.leader(List.of(solo));
             for (int i = 0; i < 25; i++) {
