@@ -7,7 +7,8 @@ import picocli.CommandLine.Command;
 /** {@code conclave}: the entry point of the distribution. */
 @Command(name = "conclave", mixinStandardHelpOptions = true, versionProvider = ConclaveCommand.Version.class,
         description = "Conclave: a modular Raft server with a Consul-compatible API.",
-        subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, LeaveCommand.class, BenchCommand.class})
+        subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, JoinCommand.class,
+                LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, BenchCommand.class})
 public final class ConclaveCommand implements Runnable {
 
     @CommandLine.Spec

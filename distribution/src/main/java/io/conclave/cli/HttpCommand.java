@@ -1,14 +1,16 @@
 package io.conclave.cli;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
-/** What the commands that talk to a running agent share: the address of its HTTP API, and a GET. */
+/** What the commands that talk to a running agent share: the address of its HTTP API, and requests to it. */
 abstract class HttpCommand {
 
     static final Duration TIMEOUT = Duration.ofSeconds(10);
@@ -17,33 +19,81 @@ abstract class HttpCommand {
             description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR or 127.0.0.1:8500).")
     String httpAddress;
 
+    /**
+     * What the agent answered to one request, or why it could not be asked.
+     *
+     * @param status      the HTTP status, or 0 when the agent was not reached
+     * @param body        the answer's body, or {@code ""}
+     * @param unreachable why the agent was not reached, or {@code null} when it answered
+     */
+    record Answer(String url, int status, String body, String unreachable) {
+        boolean ok() {
+            return unreachable == null && status == 200;
+        }
+
+        /** The line the existing commands print for an answer that is not 200. */
+        String error() {
+            return unreachable != null ? "cannot reach the agent at " + url + ": " + unreachable
+                    : url + " answered " + status + ": " + body.strip();
+        }
+    }
+
     /** GETs a path; prints an error and returns {@code null} when the agent cannot be reached or refuses. */
     String get(String path) {
-        return send("GET", path, TIMEOUT);
+        return send("GET", path, null, TIMEOUT);
     }
 
     /** PUTs to a path (no body); as {@link #get}. */
     String put(String path, Duration timeout) {
-        return send("PUT", path, timeout);
+        return send("PUT", path, null, timeout);
     }
 
-    private String send(String method, String path, Duration timeout) {
+    /** Sends {@code method} with {@code jsonBody} (or none); as {@link #get}. */
+    String send(String method, String path, String jsonBody, Duration timeout) {
+        Answer answer = exchange(method, path, jsonBody, timeout);
+        if (!answer.ok()) {
+            System.err.println("Error: " + answer.error());
+            return null;
+        }
+        return answer.body();
+    }
+
+    /** One request; never throws for an agent that cannot be reached or refuses, and prints nothing. */
+    Answer exchange(String method, String path, String jsonBody, Duration timeout) {
         String url = (httpAddress.startsWith("http") ? httpAddress : "http://" + httpAddress) + path;
         try {
             HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
-            HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
-                    .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
-            if (response.statusCode() != 200) {
-                System.err.println("Error: " + url + " answered " + response.statusCode() + ": " + response.body().strip());
-                return null;
+            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
+                    .method(method, jsonBody == null ? HttpRequest.BodyPublishers.noBody()
+                            : HttpRequest.BodyPublishers.ofString(jsonBody, StandardCharsets.UTF_8));
+            if (jsonBody != null) {
+                request.header("Content-Type", "application/json");
             }
-            return response.body();
+            HttpResponse<String> response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+            return new Answer(url, response.statusCode(), response.body(), null);
         } catch (IOException | IllegalArgumentException e) {
-            System.err.println("Error: cannot reach the agent at " + url + ": " + e.getMessage());
-            return null;
+            return new Answer(url, 0, "", String.valueOf(e.getMessage()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return null;
+            return new Answer(url, 0, "", "interrupted");
         }
+    }
+
+    /**
+     * {@code text} as one path segment: every byte but the unreserved ones ({@code A-Z a-z 0-9 - . _ ~}) and
+     * {@code :} percent-encoded, as the agent decodes it (an IPv6 address's brackets, a space, a slash).
+     */
+    static String pathSegment(String text) {
+        ByteArrayOutputStream encoded = new ByteArrayOutputStream();
+        for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+            char c = (char) (b & 0xff);
+            if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || "-._~:".indexOf(c) >= 0) {
+                encoded.write(c);
+            } else {
+                byte[] escape = String.format("%%%02X", b & 0xff).getBytes(StandardCharsets.US_ASCII);
+                encoded.write(escape, 0, escape.length);
+            }
+        }
+        return encoded.toString(StandardCharsets.US_ASCII);
     }
 }

@@ -40,4 +40,28 @@ public interface Membership {
 
     /** Registers a listener of membership events; the returned handle unregisters it. */
     AutoCloseable subscribe(Consumer<MembershipEvent> listener);
+
+    /**
+     * Marks the member named {@code nodeName} as left, as Consul's {@code force-leave} does: a failed member stops being
+     * tried; an alive one refutes and stays. With {@code prune} it is forgotten at once (REAPED). Fails for the local
+     * member and for a name no member has.
+     */
+    default Future<Void> forceLeave(String nodeName, boolean prune) {
+        return Future.failedFuture(new UnsupportedOperationException("this membership provider cannot force a member to leave"));
+    }
+
+    /** Replaces the local member's tags and tells the other members. */
+    default Future<Void> updateTags(java.util.Map<String, String> tags) {
+        return Future.failedFuture(new UnsupportedOperationException("this membership provider cannot change tags at run time"));
+    }
+
+    /** The encryption keyring, where the provider encrypts. */
+    default java.util.Optional<Keyring> keyring() {
+        return java.util.Optional.empty();
+    }
+
+    /** Counters for {@code /v1/agent/metrics} (name to value, names such as {@code gossip.packets.received}). */
+    default java.util.Map<String, Long> counters() {
+        return java.util.Map.of();
+    }
 }

@@ -16,9 +16,9 @@ import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
 import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.http.OperatorHttpApi;
@@ -36,7 +36,6 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
-import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
@@ -129,6 +128,10 @@ public final class Agent implements AutoCloseable {
         if (config.dev()) {
             chosen.putIfAbsent(Spi.STORAGE.key(), InMemoryStorageProvider.NAME); // -dev: temporary storage
         }
+        if (!config.staticServers().isEmpty()) {
+            // a fixed server list asks for static membership, even where the gossip plugin is installed
+            chosen.putIfAbsent(Spi.MEMBERSHIP.key(), io.conclave.engine.raft.builtin.StaticMembershipProvider.NAME);
+        }
         PluginRegistry registry = PluginRegistry.discover(effectivePluginsDir, chosen);
         boolean temporary = config.dataDir() == null;
         Path dataDir;
@@ -184,7 +187,7 @@ public final class Agent implements AutoCloseable {
         tags.put(MemberTags.VERSION, identity.version());
         tags.put(MemberTags.BOOTSTRAP_EXPECT, Integer.toString(config.bootstrapExpect()));
         MembershipSettings settings = new MembershipSettings(config.bindAddr(), config.ports().serfLan(), tags,
-                config.retryJoin(), config.staticServers());
+                config.retryJoin(), config.staticServers(), config.gossipLan(), config.encrypt());
         SimplePluginContext membershipContext = contextFor(membershipProvider.name());
         membership = await(Future.<Membership>future(promise -> membershipContext.context().runOnContext(ignored -> {
             try {
@@ -194,6 +197,10 @@ public final class Agent implements AutoCloseable {
             }
         })));
         await(membership.start());
+        if (config.encrypt().isPresent() && membership.keyring().isEmpty()) {
+            LOG.warn("encrypt is set, but the membership provider {} does not encrypt: gossip (if any) is in clear text",
+                    membershipProvider.name());
+        }
     }
 
     /**
@@ -285,7 +292,7 @@ public final class Agent implements AutoCloseable {
         clusterRpc.node(node);
         new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax()).register(http);
         new OperatorHttpApi(vertx, node, config.nodeName(), clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
-        new MetricsHttpApi(node, blockedThreads).register(http);
+        new MetricsHttpApi(node, blockedThreads, membership::counters).register(http);
         if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
             formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
         } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
@@ -317,7 +324,6 @@ public final class Agent implements AutoCloseable {
         http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave()
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
-        http.routePrefix(HttpMethod.PUT, "/v1/agent/join/", this::join);
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
             String leader = node.status().leaderId();
             String address = leader == null ? "" : node.configuration().server(leader).map(Server::address).orElse("");
@@ -329,39 +335,8 @@ public final class Agent implements AutoCloseable {
             HttpApi.json(request, 200, peers);
         });
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
-        http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
+        new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         return http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
-    }
-
-    /**
-     * {@code PUT /v1/agent/join/<address>}: asks the membership provider to join the cluster at that address,
-     * as Consul does. 200 once joined; 400 for a malformed address or {@code ?wan} (one datacenter only);
-     * 500 with the provider's reason when it cannot join (static membership never can: its server list is
-     * the configuration's).
-     */
-    private void join(HttpServerRequest request) {
-        String address;
-        try {
-            address = HttpApi.percentDecode(request.path().substring("/v1/agent/join/".length()));
-        } catch (IllegalArgumentException e) {
-            HttpApi.error(request, 400, "bad join address: " + e.getMessage());
-            return;
-        }
-        if (!ConfigLoader.isJoinAddress(address)) {
-            HttpApi.error(request, 400, "bad join address '" + address + "': expected host or host:port (port 1-65535)");
-            return;
-        }
-        if (request.params().contains("wan")) {
-            HttpApi.error(request, 400, "wan join is not supported: Conclave runs one datacenter per cluster");
-            return;
-        }
-        membership.join(List.of(address)).onSuccess(reached -> {
-            if (reached > 0) {
-                request.response().setStatusCode(200).end();
-            } else {
-                HttpApi.error(request, 500, "failed to join " + address + ": no server reached");
-            }
-        }).onFailure(error -> HttpApi.error(request, 500, "failed to join " + address + ": " + error.getMessage()));
     }
 
     /** {@code /v1/agent/self}: Consul's {@code Config} and {@code Member}, plus the active provider of every SPI. */
@@ -379,7 +354,7 @@ public final class Agent implements AutoCloseable {
                         .put("Version", identity.version())
                         .put("BootstrapExpect", config.bootstrapExpect())
                         .put("DevMode", config.dev()))
-                .put("Member", memberJson(membership.local()))
+                .put("Member", MembershipHttpApi.memberJson(membership.local()))
                 .put("Plugins", plugins)
                 .put("Stats", new JsonObject().put("raft", raftStats()));
     }
@@ -440,21 +415,6 @@ public final class Agent implements AutoCloseable {
         return array;
     }
 
-    private JsonArray members() {
-        JsonArray array = new JsonArray();
-        membership.members().forEach(member -> array.add(memberJson(member)));
-        return array;
-    }
-
-    private static JsonObject memberJson(io.conclave.api.membership.Member member) {
-        return new JsonObject()
-                .put("Name", member.name())
-                .put("Addr", member.address())
-                .put("Port", member.port())
-                .put("Tags", HttpApi.sorted(member.tags()))
-                .put("Status", member.status().consulCode());
-    }
-
     private String activeNames() {
         StringBuilder text = new StringBuilder();
         for (Spi spi : Spi.values()) {
@@ -500,6 +460,11 @@ public final class Agent implements AutoCloseable {
     }
 
     private static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(60);
+    /**
+     * How long a join, force-leave or keyring change may take the membership provider before it is answered 500
+     * (outcome unknown): a keyring change asks every member, as Consul's does.
+     */
+    static final java.time.Duration MEMBERSHIP_CHANGE_TIMEOUT = java.time.Duration.ofSeconds(30);
     /** How long an operator's remove-peer or transfer-leader may take before it is answered 500 (outcome unknown). */
     static final java.time.Duration OPERATOR_CHANGE_TIMEOUT = java.time.Duration.ofSeconds(10);
 

@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.config;
 
+import io.conclave.api.membership.GossipSettings;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,6 +11,10 @@ import java.util.Optional;
 /**
  * A node's validated, immutable configuration. Keys follow Consul's; see {@link ConfigLoader} for the
  * defaults and the allowed ranges.
+ *
+ * <p>{@code gossipLan} is {@code gossip_lan}, memberlist's LAN profile ({@link GossipSettings#LAN}) unless set;
+ * {@code encrypt} is the gossip encryption key, the base64 of 16, 24 or 32 bytes, and stays out of
+ * {@link #toString()}.
  */
 public record ConclaveConfig(
         String nodeName,
@@ -28,12 +33,16 @@ public record ConclaveConfig(
         Raft raft,
         Autopilot autopilot,
         Limits limits,
+        GossipSettings gossipLan,
+        Optional<String> encrypt,
         Map<String, String> plugins,
         Map<String, JsonObject> pluginConfig,
         Optional<Path> pluginsDir,
         String logLevel) {
 
     public ConclaveConfig {
+        java.util.Objects.requireNonNull(gossipLan, "gossipLan");
+        java.util.Objects.requireNonNull(encrypt, "encrypt");
         retryJoin = List.copyOf(retryJoin);
         staticServers = List.copyOf(staticServers);
         plugins = Map.copyOf(plugins);
@@ -72,6 +81,18 @@ public record ConclaveConfig(
     /** {@code autopilot}: Consul's keys. */
     public record Autopilot(boolean cleanupDeadServers, Duration lastContactThreshold, long maxTrailingLogs,
                             long minQuorum, Duration serverStabilizationTime) {
+    }
+
+    /** Every component as a record prints it, except the encryption key: a secret, kept out of logs and test reports. */
+    @Override
+    public String toString() {
+        return "ConclaveConfig[nodeName=" + nodeName + ", nodeId=" + nodeId + ", datacenter=" + datacenter + ", dataDir=" + dataDir
+                + ", dev=" + dev + ", bootstrapExpect=" + bootstrapExpect + ", bindAddr=" + bindAddr + ", clientAddr=" + clientAddr
+                + ", ports=" + ports + ", retryJoin=" + retryJoin + ", staticServers=" + staticServers + ", leaveDrainTime="
+                + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", raft=" + raft + ", autopilot=" + autopilot
+                + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
+                + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
+                + "]";
     }
 
     /** The configuration section of provider {@code name}: {@code plugin_config.<name>}, or an empty object. */

@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.config;
 
+import io.conclave.api.membership.GossipSettings;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
@@ -82,6 +83,39 @@ public final class ConfigLoader {
         int number = Integer.parseInt(port);
         return number >= 1 && number <= 65535;
     }
+
+    /** Whether {@code name} is what {@code node_name} takes, and so what names a member. */
+    public static boolean isNodeName(String name) {
+        return name != null && NAME.matcher(name).matches();
+    }
+
+    /** The sizes in bytes a gossip encryption key may have: AES-128, AES-192 and AES-256. */
+    public static final List<Integer> GOSSIP_KEY_BYTES = List.of(16, 24, 32);
+
+    /**
+     * Why {@code key} is not what {@code encrypt} and {@code /v1/operator/keyring} take (the standard, padded base64 of
+     * 16, 24 or 32 bytes), or empty when it is. The reason never quotes the key: it is a secret.
+     */
+    public static Optional<String> gossipKeyProblem(String key) {
+        if (key == null || key.isEmpty()) {
+            return Optional.of("the key is empty: give the base64 of 16, 24 or 32 bytes (conclave keygen makes one)");
+        }
+        byte[] decoded;
+        try {
+            decoded = java.util.Base64.getDecoder().decode(key);
+        } catch (IllegalArgumentException e) {
+            decoded = null; // the decoder's message quotes a character of the key
+        }
+        // The decoder also takes unpadded text; only canonical, padded base64 is one key written one way.
+        if (decoded == null || !java.util.Base64.getEncoder().encodeToString(decoded).equals(key)) {
+            return Optional.of("the key is not base64 (standard alphabet, padded with '='), of 16, 24 or 32 bytes"
+                    + " (conclave keygen makes one)");
+        }
+        if (!GOSSIP_KEY_BYTES.contains(decoded.length)) {
+            return Optional.of("the key decodes to " + decoded.length + " bytes: allowed 16, 24 or 32 (AES-128, AES-192, AES-256)");
+        }
+        return Optional.empty();
+    }
     private static final List<String> LOG_LEVELS = List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR");
 
     private ConfigLoader() {
@@ -157,11 +191,22 @@ public final class ConfigLoader {
             check(HOST_PORT.matcher(staticServers.get(i)).matches(), json.path("static_servers") + "[" + i + "]",
                     staticServers.get(i), "host:port of a server's Raft service");
         }
+        if (!staticServers.isEmpty() && !retryJoin.isEmpty()) {
+            throw new ConfigException(json.path("retry_join"), "is set with static_servers: choose one (retry_join finds the servers "
+                    + "through gossip; static_servers lists them and uses static membership)");
+        }
         Duration leaveDrainTime = json.duration("leave_drain_time", DEFAULT_LEAVE_DRAIN_TIME, Duration.ZERO, MAX_LEAVE_DRAIN_TIME);
         boolean leaveOnTerminate = json.bool("leave_on_terminate", false);
         ConclaveConfig.Raft raft = readRaft(json.object("raft"));
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
         ConclaveConfig.Limits limits = readLimits(json.object("limits"));
+        GossipSettings gossipLan = readGossipLan(json.object("gossip_lan"));
+        Optional<String> encrypt = Optional.ofNullable(json.string("encrypt", null));
+        Optional<String> encryptProblem = encrypt.flatMap(ConfigLoader::gossipKeyProblem);
+        if (encryptProblem.isPresent()) {
+            throw new ConfigException(json.path("encrypt"), "value is not allowed (not shown: it is a secret): "
+                    + encryptProblem.get());
+        }
         Map<String, String> plugins = readPlugins(json.object("plugins"));
         Map<String, JsonObject> pluginConfig = readPluginConfig(json);
         String pluginsDirText = json.string("plugins_dir", null);
@@ -170,7 +215,7 @@ public final class ConfigLoader {
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
-                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, limits, plugins,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, limits, gossipLan, encrypt, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
     }
 
@@ -249,6 +294,46 @@ public final class ConfigLoader {
                 Duration.ZERO, Duration.ofHours(1));
         json.finish();
         return new ConclaveConfig.Autopilot(cleanup, lastContact, maxTrailing, minQuorum, stabilization);
+    }
+
+    /**
+     * {@code gossip_lan}: each key defaults to memberlist's LAN profile ({@link GossipSettings#LAN}), in {@code -dev}
+     * too. The ranges keep gossip working: from ten times faster than the LAN profile (tests) to far slower than
+     * memberlist's WAN profile.
+     */
+    private static GossipSettings readGossipLan(JsonReader json) {
+        GossipSettings lan = GossipSettings.LAN;
+        Duration probeInterval = json.duration("probe_interval", lan.probeInterval(), Duration.ofMillis(10), Duration.ofMinutes(1));
+        Duration probeTimeout = json.duration("probe_timeout", lan.probeTimeout(), Duration.ofMillis(5), Duration.ofMinutes(1));
+        int indirectChecks = (int) json.integer("indirect_checks", lan.indirectChecks(), 0, 16);
+        int suspicionMult = (int) json.integer("suspicion_mult", lan.suspicionMult(), 1, 100);
+        int suspicionMaxTimeoutMult = (int) json.integer("suspicion_max_timeout_mult", lan.suspicionMaxTimeoutMult(), 1, 100);
+        int retransmitMult = (int) json.integer("retransmit_mult", lan.retransmitMult(), 1, 100);
+        Duration gossipInterval = json.duration("gossip_interval", lan.gossipInterval(), Duration.ofMillis(5), Duration.ofMinutes(1));
+        int gossipNodes = (int) json.integer("gossip_nodes", lan.gossipNodes(), 1, 64);
+        Duration pushPullInterval = json.duration("push_pull_interval", lan.pushPullInterval(), Duration.ofMillis(100),
+                Duration.ofHours(1));
+        Duration reconnectInterval = json.duration("reconnect_interval", lan.reconnectInterval(), Duration.ofMillis(100),
+                Duration.ofHours(1));
+        Duration reconnectTimeout = json.duration("reconnect_timeout", lan.reconnectTimeout(), Duration.ofSeconds(1),
+                Duration.ofDays(30));
+        Duration tombstoneTimeout = json.duration("tombstone_timeout", lan.tombstoneTimeout(), Duration.ofSeconds(1),
+                Duration.ofDays(30));
+        boolean lifeguard = json.bool("lifeguard", lan.lifeguard());
+        json.finish();
+        if (probeTimeout.compareTo(probeInterval) >= 0) {
+            // a probe must be answered before the next one starts: memberlist's rule, checked here to name the keys
+            throw new ConfigException(json.path("probe_timeout"), "value \"" + Durations.format(probeTimeout) + "\""
+                    + (json.has("probe_timeout") ? "" : " (the default)") + " must be shorter than " + json.path("probe_interval")
+                    + " (\"" + Durations.format(probeInterval) + "\"" + (json.has("probe_interval") ? "" : ", the default") + ")");
+        }
+        try {
+            return new GossipSettings(probeInterval, probeTimeout, indirectChecks, suspicionMult, suspicionMaxTimeoutMult,
+                    retransmitMult, gossipInterval, gossipNodes, pushPullInterval, reconnectInterval, reconnectTimeout,
+                    tombstoneTimeout, lifeguard);
+        } catch (IllegalArgumentException e) { // a rule the API checks that the lines above do not: still named here
+            throw new ConfigException("gossip_lan", e.getMessage());
+        }
     }
 
     private static Map<String, String> readPlugins(JsonReader json) {

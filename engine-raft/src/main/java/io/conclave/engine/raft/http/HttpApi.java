@@ -4,6 +4,7 @@ import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
@@ -116,6 +117,82 @@ public final class HttpApi {
     /** The budget request bodies are buffered under. */
     public BodyBudget bodyBudget() {
         return bodyBudget;
+    }
+
+    /**
+     * Reads the body of {@code request}, then hands it to {@code whenRead} on the event loop. The body may hold at most
+     * {@code maxBytes} (past it: 413, naming {@code what}), and is buffered under the {@link #bodyBudget()} shared by
+     * all requests: reserved from {@code Content-Length} up front, or chunk by chunk, and released once the request is
+     * answered or its connection closes (past the budget: 503 with {@code Retry-After}). A refused body is never read
+     * to its end (its connection is closed) and {@code whenRead} is not called; a {@code whenRead} that throws is
+     * answered 500, as a handler that throws.
+     */
+    public void readBody(HttpServerRequest request, long maxBytes, String what, java.util.function.Consumer<Buffer> whenRead) {
+        String length = request.getHeader("Content-Length");
+        long declared = length == null ? -1 : parseLength(length);
+        if (declared > maxBytes) {
+            error(request, 413, what + " of " + length + " bytes is above the " + maxBytes + " byte limit");
+            return;
+        }
+        BodyBudget budget = bodyBudget;
+        long[] reserved = {0};
+        whenDone(request, () -> budget.release(reserved[0]));
+        if (declared > 0) {
+            if (!budget.reserve(declared)) {
+                refuseBusy(request, budget);
+                return;
+            }
+            reserved[0] = declared;
+        }
+        Buffer body = Buffer.buffer((int) Math.max(0, Math.min(declared, maxBytes))); // no regrowth copies
+        boolean[] refused = {false};
+        request.handler(chunk -> {
+            if (refused[0]) {
+                return; // answered; the connection is closing
+            }
+            if (declared < 0) {
+                if (!budget.reserve(chunk.length())) {
+                    refused[0] = true;
+                    refuseBusy(request, budget);
+                    return;
+                }
+                reserved[0] += chunk.length();
+            }
+            if (body.length() + chunk.length() > maxBytes) {
+                refused[0] = true; // a chunked body past the limit: answered at once, never read to its end
+                error(request, 413, what + " is above the " + maxBytes + " byte limit");
+            } else {
+                body.appendBuffer(chunk);
+            }
+        });
+        request.endHandler(v -> {
+            if (refused[0]) {
+                return;
+            }
+            try {
+                whenRead.accept(body);
+            } catch (RuntimeException e) { // past the router's catch: answered here, as the router would
+                LOG.warn("{} {} failed", request.method(), request.path(), e);
+                if (!request.response().headWritten()) {
+                    error(request, 500, e.getMessage() == null ? e.toString() : e.getMessage());
+                }
+            }
+        });
+    }
+
+    /** Too many request bodies are buffered at once: 503, come back shortly (the connection is closed). */
+    private static void refuseBusy(HttpServerRequest request, BodyBudget budget) {
+        request.response().putHeader("Retry-After", "1");
+        error(request, 503, "too many request bodies in flight: " + budget.inFlight() + " of at most " + budget.limit()
+                + " bytes (limits.http_max_body_bytes_in_flight); try again shortly");
+    }
+
+    private static long parseLength(String length) {
+        try {
+            return Long.parseLong(length.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 
     /** Registers a handler of {@code method} on exactly {@code path}. */

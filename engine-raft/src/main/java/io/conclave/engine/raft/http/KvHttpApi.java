@@ -10,7 +10,6 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.Limits;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import java.nio.charset.StandardCharsets;
@@ -222,65 +221,8 @@ public final class KvHttpApi {
             HttpApi.error(request, 400, e.getMessage()); // at once: the body is not read (the connection is closed)
             return;
         }
-        String length = request.getHeader("Content-Length");
-        if (length != null && parseLength(length) > Limits.MAX_VALUE_BYTES) {
-            HttpApi.error(request, 413, "value of " + length + " bytes is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
-            return;
-        }
-        // Bodies buffered at once share one budget: reserved from Content-Length up front, or chunk by chunk,
-        // and released once the request is answered (or its connection closes).
-        HttpApi.BodyBudget budget = http.bodyBudget();
-        long declared = length == null ? -1 : parseLength(length);
-        long[] reserved = {0};
-        http.whenDone(request, () -> budget.release(reserved[0]));
-        if (declared > 0) {
-            if (!budget.reserve(declared)) {
-                refuseBusy(request, budget);
-                return;
-            }
-            reserved[0] = declared;
-        }
-        Buffer body = Buffer.buffer((int) Math.max(0, Math.min(declared, Limits.MAX_VALUE_BYTES))); // no regrowth copies
-        boolean[] tooLarge = {false};
-        request.handler(chunk -> {
-            if (tooLarge[0]) {
-                return; // answered; the connection is closing
-            }
-            if (declared < 0) {
-                if (!budget.reserve(chunk.length())) {
-                    tooLarge[0] = true;
-                    refuseBusy(request, budget);
-                    return;
-                }
-                reserved[0] += chunk.length();
-            }
-            if (body.length() + chunk.length() > Limits.MAX_VALUE_BYTES) {
-                tooLarge[0] = true; // a chunked body past the limit: answered at once, never read to its end
-                HttpApi.error(request, 413, "value is above the " + Limits.MAX_VALUE_BYTES + " byte limit");
-            } else {
-                body.appendBuffer(chunk);
-            }
-        });
-        request.endHandler(v -> {
-            if (!tooLarge[0]) {
-                write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas));
-            }
-        });
-    }
-
-    /** Too many request bodies are buffered at once: 503, come back shortly (the connection is closed). */
-    private static void refuseBusy(HttpServerRequest request, HttpApi.BodyBudget budget) {
-        request.response().putHeader("Retry-After", "1");
-        HttpApi.error(request, 503, "too many request bodies in flight: " + budget.inFlight() + " of at most " + budget.limit()
-                + " bytes (limits.http_max_body_bytes_in_flight); try again shortly");
-    }
-
-    private static long parseLength(String length) {
-        try {
-            return Long.parseLong(length.trim());
-        } catch (NumberFormatException e) {
-            return 0;
-        }
+        http.readBody(request, Limits.MAX_VALUE_BYTES, "value",
+                body -> write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas)));
     }
 
     private void delete(HttpServerRequest request) {

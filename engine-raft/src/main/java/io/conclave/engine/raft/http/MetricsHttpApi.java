@@ -9,21 +9,27 @@ import io.vertx.core.json.JsonObject;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Supplier;
 
 /**
  * {@code GET /v1/agent/metrics}: Consul's JSON shape ({@code Timestamp}, {@code Gauges}, {@code Counters},
  * {@code Samples}, each with {@code Name} and {@code Labels}), or the Prometheus text format with
  * {@code ?format=prometheus}. The names are DESIGN.md's ({@code raft.election.started},
- * {@code raft.vote.refused} with a {@code reason} label, ...).
+ * {@code raft.vote.refused} with a {@code reason} label, ...), then the membership provider's counters
+ * ({@code gossip.packets.received}, ...), rendered as the engine's are: a name, optionally {@code |label=value}.
  */
 public final class MetricsHttpApi {
 
     private final RaftNode node;
     private final BlockedThreadWatch blockedThreads;
+    private final Supplier<Map<String, Long>> membershipCounters;
 
-    public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads) {
+    /** @param membershipCounters the membership provider's counters ({@code Membership::counters}); read per request */
+    public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads, Supplier<Map<String, Long>> membershipCounters) {
         this.node = node;
         this.blockedThreads = blockedThreads;
+        this.membershipCounters = membershipCounters;
     }
 
     public void register(HttpApi http) {
@@ -37,9 +43,9 @@ public final class MetricsHttpApi {
             return;
         }
         node.coreCounters().map(core -> {
-            Map<String, Long> all = new LinkedHashMap<>(core);
-            all.put("vertx.blocked_thread.reports", blockedThreads.reports());
-            return all;
+            Map<String, Long> engine = new LinkedHashMap<>(core);
+            engine.put("vertx.blocked_thread.reports", blockedThreads.reports());
+            return withProviderCounters(engine, membershipCounters.get());
         }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {
                 request.response().putHeader("Content-Type", "text/plain; version=0.0.4").end(prometheus(counters));
@@ -49,25 +55,24 @@ public final class MetricsHttpApi {
         }).onFailure(error -> HttpApi.error(request, 500, String.valueOf(error.getMessage())));
     }
 
+    /**
+     * The engine's counters, in their order, then a provider's, sorted by name (a provider's map has no order of its
+     * own, and the output should not change from one call to the next). The engine's counter wins a clash of names.
+     */
+    static Map<String, Long> withProviderCounters(Map<String, Long> engine, Map<String, Long> provider) {
+        Map<String, Long> all = new LinkedHashMap<>(engine);
+        new TreeMap<>(provider).forEach((name, value) -> {
+            if (value != null) {
+                all.putIfAbsent(name, value);
+            }
+        });
+        return all;
+    }
+
     private JsonObject consul(Map<String, Long> counters) {
         JsonArray gauges = new JsonArray();
         JsonArray counterList = new JsonArray();
-        counters.forEach((key, value) -> {
-            String[] parts = key.split("\\|");
-            JsonObject labels = new JsonObject();
-            if (parts.length == 2) {
-                String[] label = parts[1].split("=");
-                labels.put(label[0], label[1]);
-            }
-            if (parts[0].equals("raft.term")) {
-                gauges.add(new JsonObject().put("Name", parts[0]).put("Value", value).put("Labels", labels));
-            } else {
-                // every increment of these counters is 1: Count and Sum are the total, Min = Max = Mean = 1
-                int unit = value > 0 ? 1 : 0;
-                counterList.add(new JsonObject().put("Name", parts[0]).put("Count", value).put("Sum", value)
-                        .put("Min", unit).put("Max", unit).put("Mean", unit).put("Stddev", 0).put("Labels", labels));
-            }
-        });
+        addConsulCounters(counters, gauges, counterList);
         gauges.add(new JsonObject().put("Name", "raft.snapshot.count").put("Value", node.metrics().snapshots()).put("Labels", new JsonObject()));
         gauges.add(new JsonObject().put("Name", "runtime.heap_used_bytes").put("Value", heapUsed()).put("Labels", new JsonObject()));
         JsonArray samples = new JsonArray();
@@ -78,6 +83,52 @@ public final class MetricsHttpApi {
                 .put("Points", new JsonArray()).put("Counters", counterList).put("Samples", samples);
     }
 
+    /** Consul's JSON of {@code counters}: {@code raft.term} is a gauge, every other one a counter. */
+    static void addConsulCounters(Map<String, Long> counters, JsonArray gauges, JsonArray counterList) {
+        counters.forEach((key, value) -> {
+            CounterKey counter = CounterKey.parse(key);
+            JsonObject labels = new JsonObject();
+            if (counter.labelName() != null) {
+                labels.put(counter.labelName(), counter.labelValue());
+            }
+            if (counter.name().equals("raft.term")) {
+                gauges.add(new JsonObject().put("Name", counter.name()).put("Value", value).put("Labels", labels));
+            } else {
+                // every increment of the engine's counters is 1: Count and Sum are the total, Min = Max = Mean = 1;
+                // the provider's are shown the same way (only their totals are known)
+                int unit = value > 0 ? 1 : 0;
+                counterList.add(new JsonObject().put("Name", counter.name()).put("Count", value).put("Sum", value)
+                        .put("Min", unit).put("Max", unit).put("Mean", unit).put("Stddev", 0).put("Labels", labels));
+            }
+        });
+    }
+
+    /** The Prometheus text of {@code counters}: names made of what Prometheus allows, label values escaped. */
+    static void appendPrometheusCounters(Map<String, Long> counters, StringBuilder text) {
+        counters.forEach((key, value) -> {
+            CounterKey counter = CounterKey.parse(key);
+            String name = "conclave_" + counter.name().replaceAll("[^A-Za-z0-9_:]", "_");
+            String labels = counter.labelName() == null ? "" : "{" + counter.labelName().replaceAll("[^A-Za-z0-9_]", "_")
+                    + "=\"" + counter.labelValue().replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\"}";
+            text.append(name).append(labels).append(' ').append(value).append('\n');
+        });
+    }
+
+    /**
+     * A counter's key: {@code name}, or {@code name|label=value}. A key of another shape (a provider's) is all name,
+     * never an error: the metrics are answered whatever a plugin calls its counters.
+     */
+    record CounterKey(String name, String labelName, String labelValue) {
+        static CounterKey parse(String key) {
+            int bar = key.indexOf('|');
+            int equals = bar < 0 ? -1 : key.indexOf('=', bar + 1);
+            if (bar <= 0 || equals <= bar + 1) {
+                return new CounterKey(key, null, null);
+            }
+            return new CounterKey(key.substring(0, bar), key.substring(bar + 1, equals), key.substring(equals + 1));
+        }
+    }
+
     /** The heap in use now, garbage included (the JVM's own figure; Consul's runtime.alloc_bytes). */
     private static long heapUsed() {
         return java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
@@ -85,12 +136,7 @@ public final class MetricsHttpApi {
 
     private String prometheus(Map<String, Long> counters) {
         StringBuilder text = new StringBuilder();
-        counters.forEach((key, value) -> {
-            String[] parts = key.split("\\|");
-            String name = "conclave_" + parts[0].replace('.', '_');
-            String labels = parts.length == 2 ? "{" + parts[1].replace("=", "=\"") + "\"}" : "";
-            text.append(name).append(labels).append(' ').append(value).append('\n');
-        });
+        appendPrometheusCounters(counters, text);
         text.append("conclave_raft_snapshot_count ").append(node.metrics().snapshots()).append('\n');
         text.append("conclave_runtime_heap_used_bytes ").append(heapUsed()).append('\n');
         node.metrics().samples().forEach((name, sample) -> {

@@ -1,10 +1,14 @@
 package io.conclave.engine.raft.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.api.membership.GossipSettings;
 import java.time.Duration;
+import java.util.Base64;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -33,7 +37,7 @@ class ConfigLoaderTest {
                 {"node_name": "s1", "node_id": "0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11", "datacenter": "east",
                  "data_dir": "/var/lib/conclave", "server": true, "bootstrap_expect": 3, "bind_addr": "127.0.0.1",
                  "client_addr": "127.0.0.1", "ports": {"http": 0, "server": 9300, "serf_lan": 9301},
-                 "retry_join": ["127.0.0.1:9301"], "static_servers": ["127.0.0.1:9300"],
+                 "retry_join": ["127.0.0.1:9301"],
                  "leave_drain_time": "2s", "leave_on_terminate": true,
                  "raft": {"heartbeat_interval": "50ms", "election_timeout_min": "500ms", "election_timeout_max": "1s",
                           "snapshot_threshold": 1000, "trailing_logs": 100, "snapshot_interval": "30s"},
@@ -87,6 +91,7 @@ class ConfigLoaderTest {
             "{\"data_dir\": \"/x\", \"plugins\": {\"storage\": \"Map DB\"}}|plugins.storage|provider name",
             "{\"data_dir\": \"/x\", \"static_servers\": [\"nohost\"]}|static_servers[0]|host:port",
             "{\"data_dir\": \"/x\", \"retry_join\": [\"ok:8301\", \"bad:0\"]}|retry_join[1]|port 1-65535",
+            "{\"data_dir\": \"/x\", \"retry_join\": [\"a:8301\"], \"static_servers\": [\"b:8300\"]}|retry_join|choose one",
             "{\"data_dir\": \"/x\", \"server\": false}|server|allowed: true",
             "{}|data_dir|missing",
     })
@@ -121,5 +126,169 @@ class ConfigLoaderTest {
         assertThrows(IllegalArgumentException.class, () -> Durations.parse("-1s"));
         assertEquals("1m", Durations.format(Duration.ofSeconds(60)));
         assertEquals("250ms", Durations.format(Duration.ofMillis(250)));
+    }
+
+    // ---------------------------------------------------------------- gossip_lan and encrypt
+
+    /** The base64 of {@code bytes} bytes, each its index: a valid key of that size. */
+    private static String key(int bytes) {
+        byte[] raw = new byte[bytes];
+        for (int i = 0; i < bytes; i++) {
+            raw[i] = (byte) (i * 7 + 1);
+        }
+        return Base64.getEncoder().encodeToString(raw);
+    }
+
+    private static ConclaveConfig gossipLan(String section) {
+        return ConfigLoader.parse("{\"data_dir\": \"/x\", \"gossip_lan\": " + section + "}", false, "test.json");
+    }
+
+    @Test
+    void when_gossip_lan_and_encrypt_are_absent_then_the_lan_profile_applies_without_encryption() {
+        ConclaveConfig config = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
+        assertEquals(GossipSettings.LAN, config.gossipLan());
+        assertEquals(Optional.empty(), config.encrypt());
+        ConclaveConfig dev = ConfigLoader.dev();
+        assertEquals(GossipSettings.LAN, dev.gossipLan(), "-dev gossips with the LAN profile too");
+        assertEquals(Optional.empty(), dev.encrypt());
+        assertEquals(GossipSettings.LAN, gossipLan("{}").gossipLan(), "an empty section is the defaults");
+    }
+
+    @Test
+    void when_gossip_lan_sets_every_key_then_every_key_is_read() {
+        GossipSettings gossip = gossipLan("""
+                {"probe_interval": "2s", "probe_timeout": "1s", "indirect_checks": 5, "suspicion_mult": 6,
+                 "suspicion_max_timeout_mult": 8, "retransmit_mult": 3, "gossip_interval": "100ms", "gossip_nodes": 4,
+                 "push_pull_interval": "1m", "reconnect_interval": "10s", "reconnect_timeout": "8h",
+                 "tombstone_timeout": "1h30m", "lifeguard": false}
+                """).gossipLan();
+        assertEquals(new GossipSettings(Duration.ofSeconds(2), Duration.ofSeconds(1), 5, 6, 8, 3, Duration.ofMillis(100), 4,
+                Duration.ofMinutes(1), Duration.ofSeconds(10), Duration.ofHours(8), Duration.ofMinutes(90), false), gossip);
+    }
+
+    @Test
+    void when_gossip_lan_sets_some_keys_then_the_others_keep_the_lan_profile() {
+        GossipSettings gossip = gossipLan("{\"probe_interval\": \"100ms\", \"probe_timeout\": \"50ms\", \"gossip_nodes\": 5}").gossipLan();
+        assertEquals(Duration.ofMillis(100), gossip.probeInterval());
+        assertEquals(Duration.ofMillis(50), gossip.probeTimeout());
+        assertEquals(5, gossip.gossipNodes());
+        assertEquals(GossipSettings.LAN.suspicionMult(), gossip.suspicionMult());
+        assertEquals(GossipSettings.LAN.tombstoneTimeout(), gossip.tombstoneTimeout());
+        assertTrue(gossip.lifeguard());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "{\"probe_interval\": \"5ms\", \"probe_timeout\": \"1ms\"}|gossip_lan.probe_interval|10ms to 1m",
+            "{\"probe_interval\": \"2m\"}|gossip_lan.probe_interval|10ms to 1m",
+            "{\"probe_timeout\": \"1ms\"}|gossip_lan.probe_timeout|5ms to 1m",
+            "{\"probe_interval\": \"soon\"}|gossip_lan.probe_interval|not a duration",
+            "{\"probe_interval\": 1000}|gossip_lan.probe_interval|a duration string",
+            "{\"indirect_checks\": -1}|gossip_lan.indirect_checks|0 to 16",
+            "{\"indirect_checks\": 17}|gossip_lan.indirect_checks|0 to 16",
+            "{\"suspicion_mult\": 0}|gossip_lan.suspicion_mult|1 to 100",
+            "{\"suspicion_mult\": 4.5}|gossip_lan.suspicion_mult|whole number",
+            "{\"suspicion_max_timeout_mult\": 101}|gossip_lan.suspicion_max_timeout_mult|1 to 100",
+            "{\"retransmit_mult\": 0}|gossip_lan.retransmit_mult|1 to 100",
+            "{\"gossip_interval\": \"1ms\"}|gossip_lan.gossip_interval|5ms to 1m",
+            "{\"gossip_interval\": \"2m\"}|gossip_lan.gossip_interval|5ms to 1m",
+            "{\"gossip_nodes\": 0}|gossip_lan.gossip_nodes|1 to 64",
+            "{\"gossip_nodes\": 65}|gossip_lan.gossip_nodes|1 to 64",
+            "{\"push_pull_interval\": \"10ms\"}|gossip_lan.push_pull_interval|100ms to 1h",
+            "{\"push_pull_interval\": \"2h\"}|gossip_lan.push_pull_interval|100ms to 1h",
+            "{\"reconnect_interval\": \"0\"}|gossip_lan.reconnect_interval|100ms to 1h",
+            "{\"reconnect_timeout\": \"500ms\"}|gossip_lan.reconnect_timeout|1s to 720h",
+            "{\"reconnect_timeout\": \"721h\"}|gossip_lan.reconnect_timeout|1s to 720h",
+            "{\"tombstone_timeout\": \"0\"}|gossip_lan.tombstone_timeout|1s to 720h",
+            "{\"tombstone_timeout\": \"1000h\"}|gossip_lan.tombstone_timeout|1s to 720h",
+            "{\"lifeguard\": \"yes\"}|gossip_lan.lifeguard|true or false",
+            "{\"probe_interval\": \"1s\", \"probe_timeout\": \"1s\"}|gossip_lan.probe_timeout|must be shorter than gossip_lan.probe_interval (\"1s\")",
+            "{\"probe_interval\": \"400ms\"}|gossip_lan.probe_timeout|\"500ms\" (the default) must be shorter than gossip_lan.probe_interval",
+            "{\"probe_timeout\": \"2s\"}|gossip_lan.probe_timeout|shorter than gossip_lan.probe_interval (\"1s\", the default)",
+            "{\"probe_intervall\": \"1s\"}|gossip_lan.probe_intervall|unknown key",
+            "{\"encrypt\": \"x\"}|gossip_lan.encrypt|unknown key",
+    })
+    void when_a_gossip_lan_value_is_wrong_then_error_names_the_key_and_what_is_allowed(String section, String key, String allowed) {
+        ConfigException error = rejected("{\"data_dir\": \"/x\", \"gossip_lan\": " + section + "}");
+        assertEquals(key, error.key(), error.getMessage());
+        assertTrue(error.getMessage().contains(allowed), error.getMessage());
+    }
+
+    @Test
+    void when_gossip_lan_is_not_an_object_then_error_names_it() {
+        ConfigException error = rejected("{\"data_dir\": \"/x\", \"gossip_lan\": \"fast\"}");
+        assertEquals("gossip_lan", error.key());
+        assertTrue(error.getMessage().contains("expected an object"), error.getMessage());
+    }
+
+    @Test
+    void when_gossip_lan_keys_are_at_the_ends_of_their_ranges_then_they_are_accepted() {
+        GossipSettings low = gossipLan("""
+                {"probe_interval": "10ms", "probe_timeout": "5ms", "indirect_checks": 0, "suspicion_mult": 1,
+                 "suspicion_max_timeout_mult": 1, "retransmit_mult": 1, "gossip_interval": "5ms", "gossip_nodes": 1,
+                 "push_pull_interval": "100ms", "reconnect_interval": "100ms", "reconnect_timeout": "1s",
+                 "tombstone_timeout": "1s"}
+                """).gossipLan();
+        assertEquals(Duration.ofMillis(5), low.probeTimeout());
+        GossipSettings high = gossipLan("""
+                {"probe_interval": "1m", "probe_timeout": "59s", "indirect_checks": 16, "suspicion_mult": 100,
+                 "suspicion_max_timeout_mult": 100, "retransmit_mult": 100, "gossip_interval": "1m", "gossip_nodes": 64,
+                 "push_pull_interval": "1h", "reconnect_interval": "1h", "reconnect_timeout": "720h",
+                 "tombstone_timeout": "720h"}
+                """).gossipLan();
+        assertEquals(Duration.ofDays(30), high.tombstoneTimeout());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"16", "24", "32"})
+    void when_encrypt_is_the_base64_of_16_24_or_32_bytes_then_it_is_kept(int bytes) {
+        String key = key(bytes);
+        ConclaveConfig config = ConfigLoader.parse("{\"data_dir\": \"/x\", \"encrypt\": \"" + key + "\"}", false, "test.json");
+        assertEquals(Optional.of(key), config.encrypt());
+        assertFalse(config.toString().contains(key), "the key stays out of toString: " + config);
+        assertTrue(config.toString().contains("encrypt=(set)"), config.toString());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "@@secret@@|not base64",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8|not base64",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh-=|not base64",
+            "AAECAwQFBgcICQoLDA0ODxAREhMU FRYXGBkaGxwdHh8=|not base64",
+            "AAECAwQFBgc=|decodes to 8 bytes: allowed 16, 24 or 32",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gIQ==|decodes to 34 bytes",
+            "AAECAwQFBgcICQoLDA0ODw==x|not base64",
+    })
+    void when_encrypt_is_not_a_key_then_error_names_encrypt_and_never_quotes_the_value(String value, String reason) {
+        ConfigException error = rejected("{\"data_dir\": \"/x\", \"encrypt\": \"" + value + "\"}");
+        assertEquals("encrypt", error.key(), error.getMessage());
+        assertTrue(error.getMessage().contains(reason), error.getMessage());
+        assertFalse(error.getMessage().contains(value), "the secret is not echoed: " + error.getMessage());
+        assertFalse(error.getMessage().contains(value.substring(0, 8)), "not even a part of it: " + error.getMessage());
+    }
+
+    @Test
+    void when_encrypt_is_empty_or_not_a_string_then_error_names_encrypt() {
+        ConfigException empty = rejected("{\"data_dir\": \"/x\", \"encrypt\": \"\"}");
+        assertEquals("encrypt", empty.key());
+        assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
+        ConfigException number = rejected("{\"data_dir\": \"/x\", \"encrypt\": 16}");
+        assertEquals("encrypt", number.key());
+        assertTrue(number.getMessage().contains("expected a string"), number.getMessage());
+    }
+
+    @Test
+    void gossip_keys_are_canonical_standard_base64_of_an_aes_key_size() {
+        assertEquals(Optional.empty(), ConfigLoader.gossipKeyProblem(key(16)));
+        assertEquals(Optional.empty(), ConfigLoader.gossipKeyProblem(key(32)));
+        assertTrue(ConfigLoader.gossipKeyProblem(key(32).replace("=", "")).isPresent(), "padding is required");
+        assertTrue(ConfigLoader.gossipKeyProblem(null).isPresent());
+        // the last character carries bits past the 16 bytes: the decoder drops them, the key would have two spellings
+        String canonical = key(16);
+        String noncanonical = canonical.substring(0, 21) + "h==";
+        assertEquals(java.util.Arrays.toString(Base64.getDecoder().decode(canonical)),
+                java.util.Arrays.toString(Base64.getDecoder().decode(noncanonical)), "the same 16 bytes, spelled another way");
+        assertFalse(canonical.equals(noncanonical));
+        assertTrue(ConfigLoader.gossipKeyProblem(noncanonical).isPresent(), noncanonical);
     }
 }
