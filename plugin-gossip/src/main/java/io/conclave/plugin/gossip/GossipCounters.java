@@ -1,0 +1,135 @@
+package io.conclave.plugin.gossip;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/** What a member counts, for {@code /v1/agent/metrics}: written on the member's context, read from any thread. */
+final class GossipCounters {
+    private final LongAdder packetsSent = new LongAdder();
+    private final LongAdder bytesSent = new LongAdder();
+    private final LongAdder packetsReceived = new LongAdder();
+    private final LongAdder bytesReceived = new LongAdder();
+    private final LongAdder droppedMalformed = new LongAdder();
+    private final LongAdder droppedAuthentication = new LongAdder();
+    private final LongAdder droppedOversized = new LongAdder();
+    private final LongAdder streamsSent = new LongAdder();
+    private final LongAdder streamBytesSent = new LongAdder();
+    private final LongAdder streamsRefused = new LongAdder();
+    private final LongAdder failedProbes = new LongAdder();
+    private final LongAdder suspicions = new LongAdder();
+    private final LongAdder refutations = new LongAdder();
+    private final LongAdder nameConflicts = new LongAdder();
+    private final LongAdder gossipPackets = new LongAdder();
+
+    void packetSent(int bytes) {
+        packetsSent.increment();
+        bytesSent.add(bytes);
+    }
+
+    void packetReceived(int bytes) {
+        packetsReceived.increment();
+        bytesReceived.add(bytes);
+    }
+
+    void streamSent(int bytes) {
+        streamsSent.increment();
+        streamBytesSent.add(bytes);
+    }
+
+    void malformed() {
+        droppedMalformed.increment();
+    }
+
+    void authenticationFailed() {
+        droppedAuthentication.increment();
+    }
+
+    void oversized() {
+        droppedOversized.increment();
+    }
+
+    void streamRefused() {
+        streamsRefused.increment();
+    }
+
+    void failedProbe() {
+        failedProbes.increment();
+    }
+
+    void suspicion() {
+        suspicions.increment();
+    }
+
+    void refutation() {
+        refutations.increment();
+    }
+
+    void nameConflict() {
+        nameConflicts.increment();
+    }
+
+    private final LongAdder lateAcks = new LongAdder();
+
+    /** An ack that came after its probe gave up (or that answers nothing of ours). */
+    void lateAck() {
+        lateAcks.increment();
+    }
+
+    void gossipSent() {
+        gossipPackets.increment();
+    }
+
+    long packetsSent() {
+        return packetsSent.sum();
+    }
+
+    long bytesSent() {
+        return bytesSent.sum();
+    }
+
+    long streamsSent() {
+        return streamsSent.sum();
+    }
+
+    long streamBytesSent() {
+        return streamBytesSent.sum();
+    }
+
+    long droppedMalformed() {
+        return droppedMalformed.sum();
+    }
+
+    long droppedAuthentication() {
+        return droppedAuthentication.sum();
+    }
+
+    long droppedOversized() {
+        return droppedOversized.sum();
+    }
+
+    long packetsReceived() {
+        return packetsReceived.sum();
+    }
+
+    Map<String, Long> asMap() {
+        Map<String, Long> map = new LinkedHashMap<>();
+        map.put("gossip.packets.sent", packetsSent.sum());
+        map.put("gossip.bytes.sent", bytesSent.sum());
+        map.put("gossip.packets.received", packetsReceived.sum());
+        map.put("gossip.bytes.received", bytesReceived.sum());
+        map.put("gossip.packets.dropped.malformed", droppedMalformed.sum());
+        map.put("gossip.packets.dropped.authentication", droppedAuthentication.sum());
+        map.put("gossip.packets.dropped.oversized", droppedOversized.sum());
+        map.put("gossip.streams.sent", streamsSent.sum());
+        map.put("gossip.streams.bytes.sent", streamBytesSent.sum());
+        map.put("gossip.streams.refused", streamsRefused.sum());
+        map.put("gossip.probes.failed", failedProbes.sum());
+        map.put("gossip.suspicions", suspicions.sum());
+        map.put("gossip.refutations", refutations.sum());
+        map.put("gossip.name_conflicts", nameConflicts.sum());
+        map.put("gossip.gossip_packets", gossipPackets.sum());
+        map.put("gossip.acks.late", lateAcks.sum());
+        return map;
+    }
+}

@@ -1,0 +1,36 @@
+package io.conclave.plugin.gossip;
+
+/** Every bound of the gossip plugin, named (TigerBeetle's habit): nothing a peer sends can grow past these. */
+final class GossipLimits {
+    /** A UDP packet, encryption overhead included: memberlist's {@code UDPBufferSize}, safe under a 1,500-byte MTU. */
+    static final int MAX_PACKET_BYTES = 1400;
+    /** What encryption adds to a packet: a version byte, a 12-byte nonce and a 16-byte tag. */
+    static final int ENCRYPTION_OVERHEAD_BYTES = 1 + 12 + 16;
+    /** A TCP frame (a push-pull state, a keyring answer). */
+    static final int MAX_STREAM_BYTES = 8 * 1024 * 1024;
+    /** Members in one push-pull state. */
+    static final int MAX_MEMBERS = 10_000;
+    /** Messages in one packet. */
+    static final int MAX_MESSAGES_PER_PACKET = 255;
+    /** A node name, an address or a tag key, in UTF-8 bytes. */
+    static final int MAX_NAME_BYTES = 255;
+    /** A tag value, in UTF-8 bytes. */
+    static final int MAX_TAG_VALUE_BYTES = 512;
+    /** Tags of one member. */
+    static final int MAX_TAGS = 32;
+    /** All tags of one member, encoded: an alive message must fit in a packet beside its header. */
+    static final int MAX_TAGS_BYTES = 1024;
+    /** Broadcasts waiting to be piggybacked; past it, those sent most often are dropped first. */
+    static final int MAX_QUEUED_BROADCASTS = 4096;
+    /** Probes and indirect probes waiting for an ack. */
+    static final int MAX_PENDING_ACKS = 4096;
+    /** Keys in a keyring. */
+    static final int MAX_KEYS = 16;
+    /** Open incoming TCP connections; past it, new ones are closed at once. */
+    static final int MAX_INCOMING_STREAMS = 256;
+    /** Local health awareness: the probe timeouts stretch to at most this many times their setting (memberlist's 8). */
+    static final int AWARENESS_MAX_MULTIPLIER = 8;
+
+    private GossipLimits() {
+    }
+}
