@@ -66,6 +66,7 @@ final class GossipMembership implements Membership, Keyring {
     private volatile Member local;
     private volatile boolean stopped;
     private long retryTimer = -1;
+    private volatile long randomSeed;
     private long lastAuthenticationLogNanos = System.nanoTime() - AUTHENTICATION_LOG_INTERVAL_NANOS;
 
     GossipMembership(PluginContext plugin, MembershipSettings settings) {
@@ -82,7 +83,10 @@ final class GossipMembership implements Membership, Keyring {
     @Override
     public Future<Void> start() {
         Promise<Void> started = Promise.promise();
-        context.runOnContext(ignored -> vertx.executeBlocking(() -> SecretKeyring.open(settings.encryptKey(), plugin.dataDirectory()))
+        context.runOnContext(ignored -> vertx.executeBlocking(() -> {
+                    randomSeed = new SecureRandom().nextLong(); // seeding may read the system's entropy: not on the event loop
+                    return SecretKeyring.open(settings.encryptKey(), plugin.dataDirectory());
+                })
                 .compose(opened -> {
                     keyring = opened;
                     tcp = vertx.createNetServer(new NetServerOptions().setHost(settings.bindAddress()).setPort(settings.port())
@@ -112,7 +116,7 @@ final class GossipMembership implements Membership, Keyring {
     private void begin(int port) {
         String advertised = advertisedHost();
         String address = Addresses.of(advertised, port);
-        swim = new Swim(new VertxEnvironment(), settings.gossip(), new java.util.Random(new SecureRandom().nextLong()),
+        swim = new Swim(new VertxEnvironment(), settings.gossip(), new java.util.Random(randomSeed),
                 plugin.node().nodeName(), address,
                 settings.localTags(), counters);
         swim.start();

@@ -243,6 +243,11 @@ final class Swim {
         return awareness;
     }
 
+    /** Members pruned by a force-leave and not yet forgotten (tests). */
+    int prunedCount() {
+        return pruned.size();
+    }
+
     long clock() {
         return clock;
     }
@@ -324,15 +329,21 @@ final class Swim {
         }, null);
         pendingAcks.put(ours, pending);
         if (request.nack()) {
-            pending.timers.add(environment.schedule(settings.probeTimeout().toMillis(), () -> {
+            // at 80% of the probe timeout, so that the nack reaches the prober before its probe period ends
+            pending.timers.add(environment.schedule(settings.probeTimeout().toMillis() * 4 / 5, () -> {
                 if (!acked[0]) {
                     environment.send(request.sourceAddress(), packetOf(Wire.encode(new Wire.Nack(request.sequence()))));
                 }
             }));
         }
         pending.timers.add(environment.schedule(settings.probeInterval().toMillis(), () -> pendingAcks.remove(ours)));
-        environment.send(request.targetAddress(),
-                packetOf(Wire.encode(new Wire.Ping(ours, request.target(), self.name, self.address))));
+        List<byte[]> messages = new ArrayList<>(2);
+        messages.add(Wire.encode(new Wire.Ping(ours, request.target(), self.name, self.address)));
+        Node target = nodes.get(request.target());
+        if (target != null && target.state == MemberState.SUSPECT && settings.lifeguard()) {
+            messages.add(Wire.encode(new Wire.Suspect(target.name, target.incarnation, self.name))); // the buddy system here too
+        }
+        environment.send(request.targetAddress(), Wire.packet(messages));
     }
 
     private void onAck(long sequence) {

@@ -71,6 +71,23 @@ final class SimCluster {
     private long order;
     private long now;
     double dropRate;
+    /** Pairs of addresses ("a|b", both orders) between which nothing passes, UDP or TCP. */
+    final java.util.Set<String> blocked = new java.util.HashSet<>();
+    /** Members that receive nothing (their own sends still leave). */
+    final java.util.Set<String> deaf = new java.util.HashSet<>();
+    /** Every packet sent, as (sender, receiver, decoded messages), when {@link #recordPackets} is on. */
+    final List<Object[]> packets = new ArrayList<>();
+    boolean recordPackets;
+
+    void block(String a, String b) {
+        blocked.add(a + ":7946|" + b + ":7946");
+        blocked.add(b + ":7946|" + a + ":7946");
+    }
+
+    private boolean cut(Member from, String toAddress) {
+        Member to = byAddress.get(toAddress);
+        return blocked.contains(from.address + "|" + toAddress) || (to != null && deaf.contains(to.name));
+    }
 
     SimCluster(long seed, GossipSettings settings) {
         this.seed = seed;
@@ -196,7 +213,14 @@ final class SimCluster {
                 }
                 member.packetsSent++;
                 member.bytesSent += packet.length + (settingsEncrypted ? GossipLimits.ENCRYPTION_OVERHEAD_BYTES : 0);
-                if (lost()) {
+                if (recordPackets) {
+                    try {
+                        packets.add(new Object[] {member.name, address, Wire.decodePacket(packet)});
+                    } catch (Wire.MalformedException e) {
+                        throw new AssertionError("a member sent a malformed packet: " + e.getMessage());
+                    }
+                }
+                if (lost() || cut(member, address)) {
                     return;
                 }
                 Member target = byAddress.get(address);
@@ -219,7 +243,7 @@ final class SimCluster {
                     at(1, () -> deliverReply(member, generation, reply, null, new java.net.ConnectException("refused")));
                     return;
                 }
-                if (lost()) {
+                if (lost() || cut(member, address)) {
                     at(timeoutMillis, timeout);
                     return;
                 }
@@ -234,7 +258,7 @@ final class SimCluster {
                     } catch (Wire.MalformedException e) {
                         answer = null;
                     }
-                    if (answer == null || lost()) {
+                    if (answer == null || lost() || deaf.contains(member.name) || blocked.contains(address + "|" + member.address)) {
                         at(timeoutMillis, timeout);
                         return;
                     }
