@@ -97,6 +97,8 @@ final class Swim {
     private final Map<String, Node> nodes = new LinkedHashMap<>();
     /** Members pruned by a force-leave: name to the intent's time, so a stale alive does not bring them back. */
     private final Map<String, long[]> pruned = new HashMap<>();
+    /** Tombstones reaped here: name to when, so that a push-pull with a member that still keeps one does not renew it. */
+    private final Map<String, Long> reapedTombstones = new HashMap<>();
     private final BroadcastQueue broadcasts = new BroadcastQueue();
     private final Map<Long, PendingAck> pendingAcks = new HashMap<>();
     private final List<String> probeOrder = new ArrayList<>();
@@ -197,6 +199,8 @@ final class Swim {
                         Wire.Message message = Wire.decodeFrame(reply);
                         if (message instanceof Wire.PushPull state) {
                             merge(state);
+                            // a join intent, as serf sends one: newer than any leave of ours the cluster may remember
+
                         } else {
                             error = new IllegalStateException("answered a join with " + message.getClass().getSimpleName());
                         }
@@ -461,7 +465,14 @@ final class Swim {
             return;
         }
         Node node = nodes.get(suspect.node());
-        if (node == null || suspect.incarnation() < node.incarnation) {
+        if (node == null) {
+            return;
+        }
+        if (node.state == MemberState.LEFT) {
+            tellLeft(node);
+            return;
+        }
+        if (suspect.incarnation() < node.incarnation) {
             return;
         }
         if (node.state == MemberState.SUSPECT) {
@@ -511,8 +522,11 @@ final class Swim {
             return;
         }
         Node node = nodes.get(dead.node());
-        if (node == null || dead.incarnation() < node.incarnation
-                || node.state == MemberState.FAILED || node.state == MemberState.LEFT) {
+        if (node != null && node.state == MemberState.LEFT) {
+            tellLeft(node);
+            return;
+        }
+        if (node == null || dead.incarnation() < node.incarnation || node.state == MemberState.FAILED) {
             return;
         }
         node.incarnation = dead.incarnation();
@@ -549,6 +563,15 @@ final class Swim {
         }
     }
 
+    /**
+     * Someone still suspects or buries a member we know left (it missed the intent, which is sent only a few times):
+     * send the intent again, so it learns the member left instead of declaring it failed. Members that know it already
+     * ignore the repeat, so this does not echo.
+     */
+    private void tellLeft(Node node) {
+        broadcasts.add(node.name, Wire.encode(new Wire.Leave(node.name, node.statusTime, false)), null);
+    }
+
     private void refute(long incarnation) {
         self.incarnation = Math.max(self.incarnation, incarnation) + 1;
         if (settings.lifeguard()) {
@@ -575,6 +598,10 @@ final class Swim {
     }
 
     private void reap(Node node) {
+        if (node.state == MemberState.LEFT && reapedTombstones.size() < GossipLimits.MAX_MEMBERS) {
+            // remembered for a tombstone period, or another member's push-pull would bring the tombstone back, fresh
+            reapedTombstones.putIfAbsent(node.name, environment.nowMillis());
+        }
         cancelSuspicion(node);
         nodes.remove(node.name);
         probeOrder.remove(node.name);
@@ -629,7 +656,8 @@ final class Swim {
      * before its leave does not bring it back.
      */
     private void addTombstone(Wire.MemberRecord record) {
-        if (nodes.size() >= GossipLimits.MAX_MEMBERS || pruned.containsKey(record.name())) {
+        if (nodes.size() >= GossipLimits.MAX_MEMBERS || pruned.containsKey(record.name())
+                || reapedTombstones.containsKey(record.name())) {
             return;
         }
         witness(record.statusTime());
@@ -694,6 +722,7 @@ final class Swim {
             }
         }
         pruned.values().removeIf(at -> now - at[1] >= settings.tombstoneTimeout().toMillis());
+        reapedTombstones.values().removeIf(at -> now - at >= settings.tombstoneTimeout().toMillis());
         if (!failed.isEmpty() && !leaving) {
             Node node = failed.get(random.nextInt(failed.size()));
             join(List.of(node.address), failures -> {

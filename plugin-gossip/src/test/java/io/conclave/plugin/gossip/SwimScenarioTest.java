@@ -39,7 +39,8 @@ class SwimScenarioTest {
         forEachSeed(5, "when_a_death_is_reported_about_a_member_that_left_then_it_stays_left", seed -> {
             SimCluster cluster = SwimSimulationTest.form(seed, 8, LAN);
             cluster.member("m7").swim.leave(() -> cluster.kill("m7"));
-            assertTrue(cluster.runUntil(() -> cluster.allSee("m7", MemberState.LEFT), 2_000) >= 0, "m7 not LEFT within 2 s");
+            long tookLeft = cluster.runUntil(() -> cluster.allSee("m7", MemberState.LEFT), 2_000);
+            assertTrue(tookLeft >= 0, "m7 not LEFT within 2 s");
             long incarnation = cluster.member("m2").view("m7").incarnation;
             cluster.member("m2").swim.onDead(new Wire.Dead("m7", incarnation + 5, "m3"));
             cluster.run(10 * PROBE);
@@ -230,6 +231,27 @@ class SwimScenarioTest {
         assertTrue(cluster.runUntil(() -> cluster.allSee("m3", MemberState.FAILED), 60_000) >= 0, "m3 not FAILED");
         cluster.restart("m3", "m0"); // starts at incarnation 0, below what the others hold: it must refute above theirs
         assertTrue(cluster.runUntil(() -> cluster.allSee("m3", MemberState.ALIVE), 30_000) >= 0, "m3 did not come back");
+    }
+
+    @Test
+    void when_the_reconnect_and_tombstone_times_pass_then_failed_and_left_members_are_reaped() {
+        GossipSettings settings = new GossipSettings(LAN.probeInterval(), LAN.probeTimeout(), 3, 4, 6, 4, LAN.gossipInterval(), 3,
+                LAN.pushPullInterval(), java.time.Duration.ofSeconds(10), java.time.Duration.ofMinutes(3),
+                java.time.Duration.ofMinutes(5), true);
+        SimCluster cluster = SwimSimulationTest.form(1, 6, settings);
+        cluster.kill("m4");
+        cluster.member("m5").swim.leave(() -> cluster.kill("m5"));
+        assertTrue(cluster.runUntil(() -> cluster.allSee("m4", MemberState.FAILED) && cluster.allSee("m5", MemberState.LEFT),
+                60_000) >= 0, "m4 FAILED and m5 LEFT everywhere");
+        cluster.run(settings.reconnectTimeout().toMillis() - 60_000);
+        assertTrue(cluster.allSee("m4", MemberState.FAILED), "m4 reaped before its reconnect timeout");
+        cluster.run(60_000 + 2 * settings.reconnectInterval().toMillis());
+        assertTrue(cluster.running().stream().allMatch(m -> m.view("m4") == null), "m4 still listed after its reconnect timeout");
+        assertTrue(cluster.allSee("m5", MemberState.LEFT), "m5's tombstone reaped before its time");
+        cluster.run(settings.tombstoneTimeout().toMillis());
+        assertTrue(cluster.running().stream().allMatch(m -> m.view("m5") == null), "m5 still listed after its tombstone timeout");
+        assertEquals(4, cluster.count(MembershipEvent.Type.REAPED, "m4"));
+        assertEquals(4, cluster.count(MembershipEvent.Type.REAPED, "m5"));
     }
 
     @Test

@@ -135,11 +135,13 @@ class SwimSimulationTest {
         });
     }
 
-    /** Counts the FAILED events (all false: no member dies) over 20 members, 10% loss, 120 probe periods per seed. */
+    private static final int LOSS_PROBE_PERIODS = Integer.getInteger("gossip.lossPeriods", 120);
+
+    /** Counts the FAILED events (all false: no member dies) over 20 members, 10% loss, 120 probe periods per seed (-Dgossip.lossPeriods=N for more). */
     static long falseFailures(long seed, boolean lifeguard) {
         SimCluster cluster = form(seed, 20, LAN.withLifeguard(lifeguard));
         cluster.dropRate = 0.10;
-        cluster.run(120 * PROBE);
+        cluster.run(LOSS_PROBE_PERIODS * PROBE);
         return cluster.count(MembershipEvent.Type.FAILED, null);
     }
 
@@ -151,7 +153,7 @@ class SwimSimulationTest {
             with[0] += falseFailures(seed, true);
             without[0] += falseFailures(seed, false);
         });
-        System.out.printf("20 members, 10%% loss, 120 probe periods per seed: false FAILED with Lifeguard %d, without %d%n",
+        System.out.printf("20 members, 10%% loss, " + LOSS_PROBE_PERIODS + " probe periods per seed: false FAILED with Lifeguard %d, without %d%n",
                 with[0], without[0]);
         assertEquals(0, with[0], "false FAILED with Lifeguard");
         assertTrue(without[0] > 0, "plain SWIM showed no false FAILED: the scenario cannot tell Lifeguard's effect");
