@@ -38,6 +38,18 @@ abstract class HttpCommand {
         }
     }
 
+    /** Why a request failed, in words: the JDK's client often gives a refused connection no message at all. */
+    static String reason(Exception e) {
+        Throwable cause = e;
+        while (cause.getMessage() == null && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        if (cause.getMessage() != null) {
+            return cause.getMessage();
+        }
+        return "no connection (" + cause.getClass().getSimpleName() + "): is the agent running there?";
+    }
+
     /** GETs a path; prints an error and returns {@code null} when the agent cannot be reached or refuses. */
     String get(String path) {
         return send("GET", path, null, TIMEOUT);
@@ -72,7 +84,7 @@ abstract class HttpCommand {
             HttpResponse<String> response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
             return new Answer(url, response.statusCode(), response.body(), null);
         } catch (IOException | IllegalArgumentException e) {
-            return new Answer(url, 0, "", String.valueOf(e.getMessage()));
+            return new Answer(url, 0, "", reason(e));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new Answer(url, 0, "", "interrupted");
