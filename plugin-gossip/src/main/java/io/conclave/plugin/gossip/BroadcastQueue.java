@@ -34,7 +34,6 @@ final class BroadcastQueue {
 
     private final Map<String, Broadcast> byKey = new LinkedHashMap<>();
     private long nextOrder;
-    private long dropped;
 
     /** Queues {@code message} about {@code key} (a member's name), replacing what was queued about it. */
     void add(String key, byte[] message, Runnable onRetired) {
@@ -46,7 +45,6 @@ final class BroadcastQueue {
         if (byKey.size() > GossipLimits.MAX_QUEUED_BROADCASTS) {
             Broadcast mostSent = byKey.values().stream().max(LEAST_SENT_NEWEST_FIRST).orElseThrow();
             retire(mostSent);
-            dropped++;
         }
     }
 
@@ -102,9 +100,5 @@ final class BroadcastQueue {
 
     int size() {
         return byKey.size();
-    }
-
-    long dropped() {
-        return dropped;
     }
 }

@@ -80,18 +80,6 @@ final class GossipCounters {
         gossipPackets.increment();
     }
 
-    long packetsSent() {
-        return packetsSent.sum();
-    }
-
-    long bytesSent() {
-        return bytesSent.sum();
-    }
-
-    long streamsSent() {
-        return streamsSent.sum();
-    }
-
     long streamBytesSent() {
         return streamBytesSent.sum();
     }
@@ -106,10 +94,6 @@ final class GossipCounters {
 
     long droppedOversized() {
         return droppedOversized.sum();
-    }
-
-    long packetsReceived() {
-        return packetsReceived.sum();
     }
 
     Map<String, Long> asMap() {

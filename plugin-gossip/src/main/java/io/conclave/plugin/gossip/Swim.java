@@ -912,7 +912,7 @@ final class Swim {
     }
 
     /** memberlist's {@code retransmitLimit}: {@code retransmit_mult × ceil(log10(n + 1))}. */
-    int retransmitLimit() {
+    private int retransmitLimit() {
         int members = aliveMembers();
         return settings.retransmitMult() * (int) Math.ceil(Math.log10(members + 1.0));
     }
