@@ -14,4 +14,9 @@ public interface Autopilot {
     Future<Void> start();
 
     Future<Void> stop();
+
+    /** The cluster as autopilot saw it last on this server while it led; empty elsewhere. Any thread. */
+    default java.util.Optional<AutopilotState> state() {
+        return java.util.Optional.empty();
+    }
 }

@@ -25,13 +25,23 @@ public interface RaftOperator {
 
     boolean isLeader();
 
-    /** Replication statistics for every server; empty unless this server leads. */
-    Map<String, ServerStats> serverStats();
+    /**
+     * Replication statistics for every server of the configuration, the leader's own included (contact 0); empty
+     * unless this server leads. Taken on the engine's context.
+     */
+    Future<Map<String, ServerStats>> serverStats();
 
     /** Adds a server as a voter, or promotes a non-voter; completes when the change commits. */
     Future<Void> addVoter(String id, String address);
 
-    /** Adds a server as a non-voter, or demotes a voter; completes when the change commits. */
+    /**
+     * Adds a server as a non-voter, or demotes a voter; completes when the change commits.
+     *
+     * <p>A server not in the configuration is first asked at {@code address} who it is: it must answer as
+     * {@code id} and either hold this cluster's state (a server coming back), or hold no Raft state at all and
+     * under an ID not in the configuration — only then is it handed the cluster ID. Otherwise the future fails
+     * with a message saying why, and nothing changes.
+     */
     Future<Void> addNonVoter(String id, String address);
 
     /** Removes a server; completes when the change commits. */
@@ -39,6 +49,9 @@ public interface RaftOperator {
 
     /** Hands leadership to {@code targetId}, or to the most up-to-date voter when {@code null}. */
     Future<Void> transferLeadership(String targetId);
+
+    /** The autopilot settings every server holds: the configuration file's, or the last an operator set through Raft. */
+    AutopilotSettings autopilotSettings();
 
     /** Registers a listener of Raft events, called on the engine's context; the handle unregisters it. */
     AutoCloseable subscribe(Consumer<RaftEvent> listener);

@@ -60,6 +60,14 @@ public interface Membership {
         return java.util.Optional.empty();
     }
 
+    /**
+     * Whether {@link #leave} tells the other members (they see {@link MemberStatus#LEFT}), so that the leader's autopilot
+     * removes the leaving server; a provider that cannot (a static list) leaves that to the leaving server itself.
+     */
+    default boolean announcesLeave() {
+        return false;
+    }
+
     /** Counters for {@code /v1/agent/metrics} (name to value, names such as {@code gossip.packets.received}). */
     default java.util.Map<String, Long> counters() {
         return java.util.Map.of();

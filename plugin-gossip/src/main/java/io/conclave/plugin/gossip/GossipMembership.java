@@ -188,6 +188,11 @@ final class GossipMembership implements Membership, Keyring {
     }
 
     @Override
+    public boolean announcesLeave() {
+        return true;
+    }
+
+    @Override
     public Future<Void> leave(Duration timeout) {
         Promise<Void> left = Promise.promise();
         context.runOnContext(ignored -> {

@@ -17,6 +17,7 @@ import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.http.AutopilotHttpApi;
 import io.conclave.engine.raft.http.KvHttpApi;
 import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
@@ -77,6 +78,13 @@ public final class Agent implements AutoCloseable {
     private GrpcRaftTransport transport;
     private Bootstrapper bootstrapper;
     private ClusterRpc clusterRpc;
+    private Admission admission;
+    private NodeOperator operator;
+    private io.conclave.api.autopilot.Autopilot autopilot;
+    private AutopilotHttpApi autopilotApi;
+    private KvHttpApi kvApi;
+    /** The SPIs whose chosen provider the engine called: only those are shown active (a state machine provider is not called yet). */
+    private final java.util.Set<Spi> engaged = java.util.EnumSet.noneOf(Spi.class);
     private final io.vertx.core.Promise<Void> terminated = io.vertx.core.Promise.promise();
     private volatile boolean leaving;
     private RaftNode node;
@@ -159,6 +167,7 @@ public final class Agent implements AutoCloseable {
         try {
             agent.startPlugins();
             agent.startRaft();
+            agent.startAutopilot();
             agent.httpPort = await(agent.startHttp());
         } catch (RuntimeException e) {
             agent.stop();
@@ -172,12 +181,14 @@ public final class Agent implements AutoCloseable {
     private void startPlugins() {
         StorageProvider storageProvider = registry.require(Spi.STORAGE, StorageProvider.class);
         storage = await(vertx.executeBlocking(() -> storageProvider.open(contextFor(storageProvider.name()))));
+        engaged.add(Spi.STORAGE);
         await(vertx.executeBlocking(() -> {
             bindIdentityToStorage(storageProvider.name());
             return null;
         }));
         RemovalPolicyProvider policyProvider = registry.require(Spi.REMOVAL_POLICY, RemovalPolicyProvider.class);
         removalPolicy = policyProvider.create(contextFor(policyProvider.name()));
+        engaged.add(Spi.REMOVAL_POLICY);
         MembershipProvider membershipProvider = registry.require(Spi.MEMBERSHIP, MembershipProvider.class);
         Map<String, String> tags = new LinkedHashMap<>();
         tags.put(MemberTags.ROLE, MemberTags.ROLE_SERVER);
@@ -196,6 +207,7 @@ public final class Agent implements AutoCloseable {
                 promise.fail(e);
             }
         })));
+        engaged.add(Spi.MEMBERSHIP);
         await(membership.start());
         if (config.encrypt().isPresent() && membership.keyring().isEmpty()) {
             LOG.warn("encrypt is set, but the membership provider {} does not encrypt: gossip (if any) is in clear text",
@@ -261,8 +273,11 @@ public final class Agent implements AutoCloseable {
         String configuredAddress = config.bindAddr() + ":" + config.ports().server();
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
-                configuration -> formCluster(configuration, hasRaftState));
+                (configuration, clusterId) -> formCluster(configuration, clusterId, hasRaftState));
         clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax());
+        admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport, hasRaftState::get,
+                () -> bootstrapper.stop());
+        clusterRpc.admission(admission);
         int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;
         ConclaveConfig.Raft timing = config.raft();
@@ -274,11 +289,17 @@ public final class Agent implements AutoCloseable {
                 java.util.Set.of());
         RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2,
                 timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
-        node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, new KvStateMachine(),
+        ConclaveConfig.Autopilot seed = config.autopilot();
+        autopilotApi = new AutopilotHttpApi(command -> kvApi.submit(command), new io.conclave.api.autopilot.AutopilotSettings(
+                seed.cleanupDeadServers(), seed.lastContactThreshold(), seed.maxTrailingLogs(), seed.minQuorum(),
+                seed.serverStabilizationTime()), () -> Optional.ofNullable(autopilot), this::leaderAddress);
+        KvStateMachine stateMachine = new KvStateMachine();
+        stateMachine.onSystemChange(autopilotApi::systemEntry); // before the node restores a snapshot
+        node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, stateMachine,
                 transport.sender(), options, null));
         transport.register(node);
         node.failure().onSuccess(cause -> {
-            failure = cause;
+            failure = new IllegalStateException("storage failed: " + cause.getMessage(), cause);
             LOG.error("the agent stops: its storage failed ({}); no further write is acknowledged", cause.getMessage());
             new Thread(() -> {
                 try {
@@ -290,11 +311,18 @@ public final class Agent implements AutoCloseable {
             }, "conclave-storage-failure").start(); // stop() closes Vert.x: not on its threads
         });
         clusterRpc.node(node);
-        new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax()).register(http);
+        admission.node(node);
+        kvApi = new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax());
+        kvApi.register(http);
+        autopilotApi.register(http);
+        operator = new NodeOperator(node, admission, autopilotApi::settings);
         new OperatorHttpApi(vertx, node, config.nodeName(), clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
         new MetricsHttpApi(node, blockedThreads, membership::counters).register(http);
-        if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
-            formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))), hasRaftState);
+        if (!hasRaftState.get() && transport.clusterId() != null) {
+            LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");
+        } else if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
+            formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), raftAddress, Suffrage.VOTER))),
+                    java.util.UUID.randomUUID().toString(), hasRaftState);
         } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
             bootstrapper.start();
         } else if (!hasRaftState.get()) {
@@ -302,9 +330,8 @@ public final class Agent implements AutoCloseable {
         }
     }
 
-    /** Bootstraps this server's first configuration and takes the cluster ID derived from it. */
-    private void formCluster(ClusterConfiguration configuration, java.util.concurrent.atomic.AtomicBoolean hasRaftState) {
-        String clusterId = Bootstrapper.clusterIdOf(configuration);
+    /** Bootstraps this server's first configuration and takes the cluster ID the bootstrapping servers derived. */
+    private void formCluster(ClusterConfiguration configuration, String clusterId, java.util.concurrent.atomic.AtomicBoolean hasRaftState) {
         // Order matters: the cluster ID is synced before the bootstrap entries (node ID, cluster ID, configuration:
         // DESIGN.md's durability rules), the node bootstraps before the transport accepts the cluster's traffic (a
         // leader's appends must not reach an empty core), and the cluster ID is set before the state shows in Hello.
@@ -314,8 +341,66 @@ public final class Agent implements AutoCloseable {
         }).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
     }
 
+    /** The leader's Raft address, or {@code null} when there is none or it is unknown here. */
+    private String leaderAddress() {
+        String leader = node.status().leaderId();
+        return leader == null ? null : node.configuration().server(leader).map(Server::address).orElse(null);
+    }
+
+    /**
+     * Starts autopilot when a provider is installed: it runs on every server and acts only while its server leads.
+     * Its promoter comes from the promoter SPI (the shipped stable one, or an override of higher priority).
+     */
+    private void startAutopilot() {
+        Optional<ProviderInfo> chosen = registry.active(Spi.AUTOPILOT);
+        if (chosen.isEmpty()) {
+            LOG.info("no autopilot provider: the Raft configuration changes only by operators (remove-peer) and leaves");
+            return;
+        }
+        io.conclave.api.autopilot.AutopilotProvider provider = (io.conclave.api.autopilot.AutopilotProvider) chosen.get().provider();
+        io.conclave.api.autopilot.PromoterProvider promoterProvider = registry.active(Spi.PROMOTER)
+                .map(info -> (io.conclave.api.autopilot.PromoterProvider) info.provider())
+                .orElseThrow(() -> new io.conclave.engine.raft.plugins.PluginException("autopilot " + provider.name()
+                        + " needs a promoter provider (plugins.promoter); none is installed"));
+        SimplePluginContext promoterContext = withOperator(contextFor(promoterProvider.name()));
+        SimplePluginContext autopilotContext = withOperator(contextFor(provider.name()));
+        autopilot = await(Future.<io.conclave.api.autopilot.Autopilot>future(promise -> autopilotContext.context().runOnContext(ignored -> {
+            try {
+                promise.complete(provider.create(autopilotContext, membership, promoterProvider.create(promoterContext)));
+            } catch (RuntimeException e) {
+                promise.fail(e);
+            }
+        })));
+        engaged.add(Spi.PROMOTER);
+        engaged.add(Spi.AUTOPILOT);
+        await(autopilot.start());
+        if (membership.announcesLeave() && membership.keyring().isEmpty()) {
+            LOG.warn("gossip is not encrypted (no encrypt key): joins and leave intents are not authenticated, so any host that"
+                    + " reaches the gossip and server ports can join this cluster or announce a server's leave. Autopilot never"
+                    + " takes the voters below min_quorum by removals, but set encrypt (conclave keygen) outside a trusted network");
+        }
+    }
+
+    private SimplePluginContext withOperator(SimplePluginContext context) {
+        return new SimplePluginContext(context.vertx(), context.context(), context.configuration(), context.node(),
+                context.dataDirectory(), Optional.of(operator));
+    }
+
+    /**
+     * Where a server's Raft service listens: from the configurations this node knows, else from membership (a server
+     * just added knows no configuration until the leader's first entries arrive, yet must answer that leader).
+     */
     private SocketAddress addressOf(String nodeId) {
         String address = node == null ? null : node.addressOf(nodeId);
+        if (address == null && membership != null) {
+            for (io.conclave.api.membership.Member member : membership.members()) {
+                if (member.isServer() && nodeId.equals(member.tag(MemberTags.NODE_ID)) && config.datacenter().equals(member.tag(MemberTags.DATACENTER))
+                        && member.status() == io.conclave.api.membership.MemberStatus.ALIVE) {
+                    address = member.tag(MemberTags.RAFT_ADDRESS);
+                    break;
+                }
+            }
+        }
         return address == null ? null : GrpcRaftTransport.socketAddress(address);
     }
 
@@ -325,13 +410,12 @@ public final class Agent implements AutoCloseable {
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
-            String leader = node.status().leaderId();
-            String address = leader == null ? "" : node.configuration().server(leader).map(Server::address).orElse("");
-            HttpApi.json(request, 200, "\"" + address + "\"");
+            String address = leaderAddress();
+            HttpApi.json(request, 200, "\"" + (address == null ? "" : address) + "\"");
         });
         http.route(HttpMethod.GET, "/v1/status/peers", request -> {
             JsonArray peers = new JsonArray();
-            node.configuration().voters().forEach(server -> peers.add(server.address()));
+            node.configuration().servers().forEach(server -> peers.add(server.address())); // non-voters too, as Consul lists them
             HttpApi.json(request, 200, peers);
         });
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
@@ -343,7 +427,7 @@ public final class Agent implements AutoCloseable {
     JsonObject self() {
         JsonObject plugins = new JsonObject();
         for (Spi spi : Spi.values()) {
-            plugins.put(spi.key(), registry.active(spi).map(ProviderInfo::name).orElse(null));
+            plugins.put(spi.key(), engaged.contains(spi) ? registry.active(spi).map(ProviderInfo::name).orElse(null) : null);
         }
         return new JsonObject()
                 .put("Config", new JsonObject()
@@ -409,7 +493,7 @@ public final class Agent implements AutoCloseable {
                     .put("Module", info.module())
                     .put("Version", info.version())
                     .put("Origin", info.origin())
-                    .put("Active", registry.isActive(info))
+                    .put("Active", registry.isActive(info) && engaged.contains(info.spi()))
                     .put("Description", info.provider().description()));
         }
         return array;
@@ -418,18 +502,20 @@ public final class Agent implements AutoCloseable {
     private String activeNames() {
         StringBuilder text = new StringBuilder();
         for (Spi spi : Spi.values()) {
-            registry.active(spi).ifPresent(info -> text.append(text.length() == 0 ? "" : ", ")
+            registry.active(spi).filter(info -> engaged.contains(spi)).ifPresent(info -> text.append(text.length() == 0 ? "" : ", ")
                     .append(spi.key()).append('=').append(info.name()));
         }
         return text.toString();
     }
 
     /**
-     * Leaves the cluster, as DESIGN.md's leave flow: this server stops campaigning and refuses TimeoutNow; a
-     * leader hands leadership over first (the core does, falling back to removing itself); the leader is
-     * asked to remove this server (the step autopilot will take once it exists); once the removal commits the
-     * removal policy stops the Raft machinery; membership announces LEFT; after {@code leave_drain_time} the
-     * agent stops. Completes when the removal committed (or at once for a single server).
+     * Leaves the cluster, as DESIGN.md's leave flow: (1) this server stops campaigning and refuses TimeoutNow;
+     * (2) a leader hands leadership over first (the core does, falling back to removing itself); (3) membership
+     * announces the leave intent (LEFT); (4) the leader's autopilot removes this server on LEFT — with a membership
+     * that cannot announce a leave (a static list), this server asks the leader itself; (5) once the removal commits,
+     * the removal policy stops the Raft machinery; (6) after {@code leave_drain_time} the agent stops. A single server,
+     * or one in no configuration, just stops. Completes when the removal committed; fails after {@link #LEAVE_TIMEOUT}
+     * when it did not (no quorum, or a removal autopilot will not make), and the agent then stops with an error.
      */
     public Future<Void> leave() {
         if (leaving) {
@@ -437,29 +523,64 @@ public final class Agent implements AutoCloseable {
         }
         leaving = true;
         LOG.info("leaving the cluster");
+        long deadline = System.nanoTime() + LEAVE_TIMEOUT.toNanos();
         io.vertx.core.Promise<Void> removed = io.vertx.core.Promise.promise();
         node.subscribe(event -> {
             if (event instanceof io.conclave.engine.raft.core.CoreEvent.Removed) {
                 removed.tryComplete();
             }
         });
-        return node.onCore(core -> {
+        Future<Void> announced = node.onCore(core -> {
             core.leave();
-            return core.configuration().voterCount() == 1 && core.configuration().isVoter(identity.nodeId());
+            ClusterConfiguration configuration = core.configuration();
+            return !configuration.contains(identity.nodeId())
+                    || configuration.voterCount() == 1 && configuration.isVoter(identity.nodeId());
         }).compose(alone -> {
             if (alone) {
                 removed.tryComplete(); // a single server that leaves just stops
-            } else {
-                askLeaderToRemove(removed, System.nanoTime() + LEAVE_TIMEOUT.toNanos());
+                return membership.leave(config.leaveDrainTime());
             }
-            return removed.future();
-        }).onSuccess(v -> membership.leave(config.leaveDrainTime())
-                .eventually(() -> Future.future(done -> vertx.setTimer(Math.max(1, config.leaveDrainTime().toMillis()),
-                        id -> done.complete())))
-                .onComplete(ignored -> new Thread(this::stop, "conclave-leave").start())); // stop() closes Vert.x: not on its threads
+            return handedOver(removed, deadline).compose(v -> {
+                LOG.info("leave: announcing the leave intent");
+                Future<Void> spread = membership.leave(config.leaveDrainTime());
+                if (!membership.announcesLeave()) {
+                    askLeaderToRemove(removed, deadline);
+                } else {
+                    long timer = vertx.setTimer(Math.max(1, (deadline - System.nanoTime()) / 1_000_000),
+                            id -> removed.tryFail("the leader did not remove this server within " + LEAVE_TIMEOUT.toSeconds()
+                                    + " s of its leave intent: it has no quorum, no autopilot, or its autopilot keeps the voters at"
+                                    + " min_quorum; this server stops without having left"));
+                    removed.future().onComplete(ignored -> vertx.cancelTimer(timer));
+                }
+                return spread;
+            });
+        });
+        return Future.all(announced, removed.future()).<Void>mapEmpty().onComplete(result -> {
+            if (result.failed()) {
+                LOG.error("leave failed: {}", result.cause().getMessage());
+                failure = new IllegalStateException("the leave did not complete: " + result.cause().getMessage());
+                new Thread(this::stop, "conclave-leave").start();
+                return;
+            }
+            LOG.info("leave: removed from the Raft configuration; draining client connections for {}", config.leaveDrainTime());
+            vertx.setTimer(Math.max(1, config.leaveDrainTime().toMillis()),
+                    id -> new Thread(this::stop, "conclave-leave").start()); // stop() closes Vert.x: not on its threads
+        });
     }
 
-    private static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(60);
+    /** Completes once this server no longer leads (it handed over, or removed itself); fails past the deadline. */
+    private Future<Void> handedOver(io.vertx.core.Promise<Void> removed, long deadline) {
+        if (node.status().role() != io.conclave.engine.raft.core.Role.LEADER || removed.future().isComplete()) {
+            return Future.succeededFuture();
+        }
+        if (System.nanoTime() > deadline) {
+            return Future.failedFuture("leadership was not handed over within " + LEAVE_TIMEOUT.toSeconds() + " s");
+        }
+        return Future.<Void>future(promise -> vertx.setTimer(5, id -> promise.complete())).compose(v -> handedOver(removed, deadline));
+    }
+
+    /** How long a leave may wait for its removal to commit before it gives up. */
+    static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(30);
     /**
      * How long a join, force-leave or keyring change may take the membership provider before it is answered 500
      * (outcome unknown): a keyring change asks every member, as Consul's does.
@@ -493,7 +614,7 @@ public final class Agent implements AutoCloseable {
         return terminated.future();
     }
 
-    /** Why the agent stopped by itself (its storage failed), or {@code null}. */
+    /** Why the agent stopped by itself (its storage failed, or a leave could not complete), or {@code null}. */
     public Throwable failure() {
         return failure;
     }
@@ -531,6 +652,9 @@ public final class Agent implements AutoCloseable {
             await(http.close());
             if (bootstrapper != null) {
                 bootstrapper.stop();
+            }
+            if (autopilot != null) {
+                await(autopilot.stop());
             }
             if (node != null) {
                 await(node.stop());

@@ -85,7 +85,7 @@ public final class AgentLauncher {
         }
         Throwable failure = agent.failure();
         if (failure != null) {
-            err.println("conclave: the agent stopped: storage failed: " + failure.getMessage());
+            err.println("conclave: the agent stopped: " + failure.getMessage());
             return EXIT_FAILED;
         }
         return EXIT_OK;

@@ -33,8 +33,10 @@ import org.slf4j.LoggerFactory;
  * exactly {@code bootstrap_expect} servers of its datacenter, asks each (Hello) for its node ID, whether it
  * has Raft state and which servers it sees, and bootstraps only when none has state and all see the same
  * set of IDs — every server then bootstraps the same configuration, so they agree. More servers than
- * expected, or any disagreement, is logged and waited on, never guessed. The cluster ID is derived from that
- * set, so every server of the cluster computes the same one.
+ * expected, or any disagreement, is logged and waited on, never guessed. Each server draws a random nonce once
+ * per process and the cluster ID is derived from the nonces of the set: every server of the cluster computes the
+ * same one, and no one can compute it from the servers' public IDs. A server that finds a cluster already formed
+ * (a server with Raft state of another set) does not bootstrap: it waits for that cluster's leader to admit it.
  */
 final class Bootstrapper {
 
@@ -56,24 +58,25 @@ final class Bootstrapper {
     private final String datacenter;
     private final BooleanSupplier hasRaftState;
     private final java.util.function.Supplier<String> clusterId;
-    private final Consumer<ClusterConfiguration> onBootstrap;
-    /** Node ID -> when it was last heard from (the clock's nanoseconds). */
+    private final java.util.function.BiConsumer<ClusterConfiguration, String> onBootstrap;
+    /** "id=nonce" -> when it was last heard from (the clock's nanoseconds). */
     private final Map<String, Long> heardAt = new ConcurrentHashMap<>();
     private final java.util.function.LongSupplier nanoClock;
     private volatile boolean done;
     private String lastReport = "";
     private long timerId = -1;
+    private final String nonce = newNonce();
 
     Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
                  String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
-                 Consumer<ClusterConfiguration> onBootstrap) {
+                 java.util.function.BiConsumer<ClusterConfiguration, String> onBootstrap) {
         this(vertx, client, membership, expect, selfId, selfAddress, datacenter, hasRaftState, clusterId, onBootstrap, System::nanoTime);
     }
 
     /** As above, with the clock that dates what was heard (a test's own). */
     Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
                  String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
-                 Consumer<ClusterConfiguration> onBootstrap, java.util.function.LongSupplier nanoClock) {
+                 java.util.function.BiConsumer<ClusterConfiguration, String> onBootstrap, java.util.function.LongSupplier nanoClock) {
         this.nanoClock = nanoClock;
         this.clusterId = clusterId;
         this.vertx = vertx;
@@ -87,38 +90,81 @@ final class Bootstrapper {
         this.onBootstrap = onBootstrap;
     }
 
-    private void heard(String nodeId) {
-        heardAt.put(nodeId, nanoClock.getAsLong());
+    private static String newNonce() {
+        byte[] bytes = new byte[16];
+        new java.security.SecureRandom().nextBytes(bytes);
+        return java.util.HexFormat.of().formatHex(bytes);
     }
 
-    /** This server and those heard from within {@link #SEEN_FOR_MILLIS}; older ones are forgotten. */
+    private void heard(String nodeId, String itsNonce) {
+        if (!nodeId.isEmpty() && !itsNonce.isEmpty()) {
+            heardAt.put(nodeId + "=" + itsNonce, nanoClock.getAsLong());
+        }
+    }
+
+    /** This server and those heard from within {@link #SEEN_FOR_MILLIS}, as "id=nonce"; older ones are forgotten. */
     TreeSet<String> seen() {
         long oldest = nanoClock.getAsLong() - java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(SEEN_FOR_MILLIS);
         heardAt.values().removeIf(at -> at - oldest < 0);
         TreeSet<String> seen = new TreeSet<>(heardAt.keySet());
-        seen.add(selfId);
+        seen.add(selfId + "=" + nonce);
         return seen;
     }
 
-    /** The cluster ID of a cluster bootstrapped with these servers: the same on every one of them. */
-    static String clusterIdOf(ClusterConfiguration configuration) {
-        TreeSet<String> ids = new TreeSet<>();
-        configuration.servers().forEach(server -> ids.add(server.id()));
-        return UUID.nameUUIDFromBytes(("conclave:" + String.join(",", ids)).getBytes(StandardCharsets.UTF_8)).toString();
+    /** This process's bootstrap nonce. */
+    String nonce() {
+        return nonce;
+    }
+
+    /**
+     * The cluster ID of a cluster bootstrapped by these servers ("id=nonce" each): the same on every one of them,
+     * random to anyone who does not know the nonces.
+     */
+    static String clusterIdOf(java.util.SortedSet<String> servers) {
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(("conclave-cluster:" + String.join(",", servers)).getBytes(StandardCharsets.UTF_8));
+            java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(digest);
+            long high = (buffer.getLong() & ~0xF000L) | 0x4000L; // shaped as a random (version 4) UUID
+            long low = (buffer.getLong() & 0x3FFFFFFFFFFFFFFFL) | 0x8000000000000000L;
+            return new UUID(high, low).toString();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this Java", e);
+        }
     }
 
     /** Answers another server's Hello: this server's ID, whether it has Raft state, whom it sees. */
     HelloResponse answer(HelloRequest request) {
-        if (!request.getFromId().isEmpty() && datacenter.equals(request.getDatacenter())) {
-            heard(request.getFromId());
+        if (datacenter.equals(request.getDatacenter())) {
+            heard(request.getFromId(), request.getNonce());
         }
+        String cluster = clusterId.get();
         return HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
-                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen())
-                .setClusterId(clusterId.get() == null ? "" : clusterId.get()).build();
+                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen()).setNonce(nonce)
+                .setClusterProof(cluster == null ? com.google.protobuf.ByteString.EMPTY
+                        : com.google.protobuf.ByteString.copyFrom(proof(request.getChallenge().toByteArray(), cluster))).build();
+    }
+
+    /** SHA-256 of {@code challenge} then {@code clusterId}: proves a cluster ID without handing it out. */
+    static byte[] proof(byte[] challenge, String clusterId) {
+        try {
+            java.security.MessageDigest digest = java.security.MessageDigest.getInstance("SHA-256");
+            digest.update(challenge);
+            return digest.digest(clusterId.getBytes(StandardCharsets.UTF_8));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this Java", e);
+        }
+    }
+
+    /** A fresh challenge for a Hello. */
+    static byte[] challenge() {
+        byte[] bytes = new byte[16];
+        new java.security.SecureRandom().nextBytes(bytes);
+        return bytes;
     }
 
     void start() {
-        if (hasRaftState.getAsBoolean()) {
+        if (hasRaftState.getAsBoolean() || clusterId.get() != null) {
             done = true;
             return; // a server with Raft state never bootstraps again
         }
@@ -136,6 +182,10 @@ final class Bootstrapper {
         if (done) {
             return;
         }
+        if (clusterId.get() != null) { // admitted to a formed cluster meanwhile
+            stop();
+            return;
+        }
         List<String> addresses = new ArrayList<>();
         for (Member member : membership.members()) {
             String address = member.tag(MemberTags.RAFT_ADDRESS);
@@ -150,19 +200,26 @@ final class Bootstrapper {
             return;
         }
         List<Future<HelloResponse>> calls = new ArrayList<>();
-        HelloRequest hello = HelloRequest.newBuilder().setFromId(selfId).setDatacenter(datacenter).build();
+        byte[] challenge = challenge();
+        HelloRequest hello = HelloRequest.newBuilder().setFromId(selfId).setDatacenter(datacenter).setNonce(nonce)
+                .setChallenge(com.google.protobuf.ByteString.copyFrom(challenge)).build();
         for (String address : addresses) {
             calls.add(ClusterGrpcClient.create(client, GrpcRaftTransport.socketAddress(address)).hello(hello));
         }
-        Future.join(calls).onComplete(ignored -> decide(addresses, calls));
+        Future.join(calls).onComplete(ignored -> decide(addresses, calls, challenge));
     }
 
-    private void decide(List<String> addresses, List<Future<HelloResponse>> calls) {
+    private void decide(List<String> addresses, List<Future<HelloResponse>> calls, byte[] challenge) {
         if (done) {
             return;
         }
+        if (clusterId.get() != null) {
+            return;
+        }
         Map<String, String> addressOfId = new TreeMap<>();
+        TreeSet<String> withNonces = new TreeSet<>();
         addressOfId.put(selfId, selfAddress);
+        withNonces.add(selfId + "=" + nonce);
         for (int i = 0; i < calls.size(); i++) {
             Future<HelloResponse> call = calls.get(i);
             if (call.failed()) {
@@ -170,24 +227,27 @@ final class Bootstrapper {
                 return;
             }
             HelloResponse answer = call.result();
-            heard(answer.getNodeId());
+            heard(answer.getNodeId(), answer.getNonce());
             addressOfId.put(answer.getNodeId(), addresses.get(i));
+            withNonces.add(answer.getNodeId() + "=" + answer.getNonce());
         }
-        Set<String> ids = addressOfId.keySet();
+        Set<String> ids = withNonces;
         List<Server> servers = new ArrayList<>();
         addressOfId.forEach((id, address) -> servers.add(new Server(id, address, Suffrage.VOTER)));
         ClusterConfiguration configuration = new ClusterConfiguration(servers);
-        String expectedClusterId = clusterIdOf(configuration);
+        String expectedClusterId = clusterIdOf(withNonces);
         for (Future<HelloResponse> call : calls) {
             HelloResponse answer = call.result();
             if (answer.getHasRaftState()) {
-                if (answer.getClusterId().isEmpty()) {
+                if (answer.getClusterProof().isEmpty()) {
                     report("bootstrap: " + answer.getNodeId() + " is bootstrapping; waiting");
                     return;
                 }
-                if (!expectedClusterId.equals(answer.getClusterId())) {
-                    report("bootstrap: " + answer.getNodeId() + " already has Raft state of another cluster: not bootstrapping");
+                if (!java.util.Arrays.equals(proof(challenge, expectedClusterId), answer.getClusterProof().toByteArray())) {
+                    report("bootstrap: " + answer.getNodeId() + " already belongs to a formed cluster: not bootstrapping; this"
+                            + " server waits to be added by that cluster's leader (autopilot)");
                     done = true;
+                    stop();
                     return;
                 }
                 continue; // it bootstrapped this very set already: the same configuration is safe
@@ -205,7 +265,7 @@ final class Bootstrapper {
         done = true;
         stop();
         LOG.info("bootstrap: all {} servers agree, bootstrapping the cluster {}", expect, ids);
-        onBootstrap.accept(configuration);
+        onBootstrap.accept(configuration, expectedClusterId);
     }
 
     private void report(String line) {

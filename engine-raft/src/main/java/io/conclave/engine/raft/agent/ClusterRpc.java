@@ -37,6 +37,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     /** Its own client: every call has a deadline (the Raft streams of the transport's client must not). */
     private final GrpcClient client;
     private volatile RaftNode node;
+    private volatile Admission admission;
 
     /**
      * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
@@ -57,11 +58,34 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
         this.node = raftNode;
     }
 
+    void admission(Admission handler) {
+        this.admission = handler;
+    }
+
+    /** The client of calls with a deadline. */
+    GrpcClient client() {
+        return client;
+    }
+
     ClusterGrpcService service() {
         return new ClusterGrpcService() {
             @Override
             protected void hello(HelloRequest request, Completable<HelloResponse> response) {
                 answer(response, bootstrapper.answer(request));
+            }
+
+            @Override
+            protected void admit(io.conclave.engine.raft.transport.proto.AdmitRequest request,
+                                 Completable<io.conclave.engine.raft.transport.proto.AdmitResponse> response) {
+                Admission handler = admission;
+                if (handler == null) {
+                    answer(response, io.conclave.engine.raft.transport.proto.AdmitResponse.newBuilder().setOk(false)
+                            .setMessage("this server is still starting").build());
+                    return;
+                }
+                handler.answer(request).onComplete((answer, error) -> answer(response, error == null ? answer
+                        : io.conclave.engine.raft.transport.proto.AdmitResponse.newBuilder().setOk(false)
+                                .setMessage(String.valueOf(error.getMessage())).build()));
             }
 
             @Override

@@ -545,10 +545,13 @@ public final class RaftCore {
         return metrics;
     }
 
-    /** What the leader knows of a follower: match index and ticks since contact; {@code null} elsewhere. */
+    /**
+     * What the leader knows of a follower: match index, ticks since contact, and 1 if heard from since this leader
+     * took office (else 0: the ticks tell nothing); {@code null} elsewhere.
+     */
     public long[] followerState(String follower) {
         Progress pr = progress.get(follower);
-        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact};
+        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact, pr.heardFrom ? 1 : 0};
     }
 
     // ---------------------------------------------------------------- roles

@@ -320,16 +320,24 @@ public final class KvHttpApi {
         });
     }
 
-    private void write(HttpServerRequest request, KvCommand command) {
+    /**
+     * Proposes {@code command} on the leader (forwarded from a follower), tried again while certainly not applied,
+     * each attempt bounded: what a write through the API does. Completes with the state machine's answer.
+     */
+    public Future<byte[]> submit(KvCommand command) {
         byte[] encoded = command.encode();
-        retryWhileNotApplied(() -> bounded(propose(encoded), () -> new OutcomeUnknownException("no answer within "
-                + attemptTimeout.toMillis() + " ms; the write may or may not be applied")), deadlineForLeader())
+        return retryWhileNotApplied(() -> bounded(propose(encoded), () -> new OutcomeUnknownException("no answer within "
+                + attemptTimeout.toMillis() + " ms; the write may or may not be applied")), deadlineForLeader());
+    }
+
+    private void write(HttpServerRequest request, KvCommand command) {
+        submit(command)
                 .onSuccess(result -> HttpApi.json(request, 200, new String(result, StandardCharsets.UTF_8)))
                 .onFailure(error -> fail(request, error));
     }
 
     /** Consul answers 500 with a message when there is no leader or the request could not be served. */
-    private static void fail(HttpServerRequest request, Throwable error) {
+    static void fail(HttpServerRequest request, Throwable error) {
         if (request.response().ended()) {
             return;
         }

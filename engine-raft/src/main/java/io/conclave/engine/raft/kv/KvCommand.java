@@ -10,7 +10,11 @@ import java.nio.charset.StandardCharsets;
  */
 public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
 
-    public enum Op { PUT, DELETE, DELETE_TREE }
+    /**
+     * {@code SYSTEM_PUT} writes the engine's own replicated settings (autopilot's configuration), kept apart from the
+     * users' keys: no {@code /v1/kv} request reads, lists or deletes them.
+     */
+    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT }
 
     public static final long NO_CAS = -1;
 

@@ -30,9 +30,18 @@ public final class KvStateMachine implements StateMachine {
 
     private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
-    private static final int SNAPSHOT_VERSION = 1;
+    /** Version 2 added the system entries; version 1 snapshots (none) are still read. */
+    private static final int SNAPSHOT_VERSION = 2;
 
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
+    /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
+    private TreePMap<String, KvEntry> system = TreePMap.empty();
+    private volatile java.util.function.Consumer<KvEntry> systemListener = entry -> { };
+
+    /** Tells {@code listener} of every system entry applied or restored from a snapshot (on the node's context). */
+    public void onSystemChange(java.util.function.Consumer<KvEntry> listener) {
+        this.systemListener = listener;
+    }
     private long index;
 
     @Override
@@ -51,7 +60,23 @@ public final class KvStateMachine implements StateMachine {
                 entries = entries.minusAll(entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).keySet());
                 yield TRUE;
             }
+            case SYSTEM_PUT -> {
+                KvEntry existing = system.get(kv.key());
+                if (!casHolds(existing, kv.cas())) {
+                    yield FALSE;
+                }
+                KvEntry written = new KvEntry(kv.key(), kv.value(), kv.flags(), existing == null ? raftIndex : existing.createIndex(),
+                        raftIndex);
+                system = system.plus(kv.key(), written);
+                systemListener.accept(written);
+                yield TRUE;
+            }
         };
+    }
+
+    /** The system entry {@code key} ({@link KvCommand.Op#SYSTEM_PUT}), or {@code null}. */
+    public KvEntry system(String key) {
+        return system.get(key);
     }
 
     private boolean put(long raftIndex, KvCommand kv) {
@@ -107,20 +132,28 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        write(output, index, entries);
+        write(output, index, entries, system);
     }
 
     /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
     @Override
     public Capture capture() {
         KvView view = view();
-        return output -> write(output, view.index(), view.entries());
+        TreePMap<String, KvEntry> systemNow = system;
+        return output -> write(output, view.index(), view.entries(), systemNow);
     }
 
-    private static void write(OutputStream output, long index, Map<String, KvEntry> entries) throws IOException {
+    private static void write(OutputStream output, long index, Map<String, KvEntry> entries, Map<String, KvEntry> system)
+            throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(index);
+        writeEntries(data, entries);
+        writeEntries(data, system);
+        data.flush();
+    }
+
+    private static void writeEntries(DataOutputStream data, Map<String, KvEntry> entries) throws IOException {
         data.writeInt(entries.size());
         for (Map.Entry<String, KvEntry> item : entries.entrySet()) {
             KvEntry entry = item.getValue();
@@ -131,7 +164,6 @@ public final class KvStateMachine implements StateMachine {
             data.writeInt(entry.value().length);
             data.write(entry.value());
         }
-        data.flush();
     }
 
     @Override
@@ -144,10 +176,21 @@ public final class KvStateMachine implements StateMachine {
     public Restoration load(InputStream input) throws IOException {
         DataInputStream data = new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
         int version = data.readInt();
-        if (version != SNAPSHOT_VERSION) {
+        if (version != 1 && version != SNAPSHOT_VERSION) {
             throw new IOException("unknown key/value snapshot version " + version);
         }
         long restoredIndex = data.readLong();
+        TreePMap<String, KvEntry> restored = readEntries(data);
+        TreePMap<String, KvEntry> restoredSystem = version == 1 ? TreePMap.empty() : readEntries(data);
+        return () -> {
+            entries = restored;
+            system = restoredSystem;
+            index = restoredIndex;
+            restoredSystem.values().forEach(entry -> systemListener.accept(entry));
+        };
+    }
+
+    private static TreePMap<String, KvEntry> readEntries(DataInputStream data) throws IOException {
         int count = data.readInt();
         if (count < 0) {
             throw new IOException("damaged key/value snapshot: " + count + " entries");
@@ -166,10 +209,6 @@ public final class KvStateMachine implements StateMachine {
             data.readFully(value);
             read.put(key, new KvEntry(key, value, flags, createIndex, modifyIndex));
         }
-        TreePMap<String, KvEntry> restored = TreePMap.fromSortedMap(read);
-        return () -> {
-            entries = restored;
-            index = restoredIndex;
-        };
+        return TreePMap.fromSortedMap(read);
     }
 }

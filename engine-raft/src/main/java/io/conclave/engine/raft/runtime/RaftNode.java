@@ -492,6 +492,24 @@ public final class RaftNode {
                 }).onFailure(cause -> context.runOnContext(v -> fatal(cause))).compose(v -> bootstrap(initial)));
     }
 
+    /**
+     * Stores {@code key = value} (the cluster ID a leader handed over) in the stable store, synced, on the storage
+     * worker, before this server accepts any Raft message of that cluster; refused when this server has Raft state.
+     */
+    public Future<Void> persistClusterId(String key, byte[] value) {
+        return onCore(core -> core.lastIndex() == 0 && core.term() == 0 && core.latestSnapshot() == null).compose(empty -> !empty
+                ? Future.failedFuture(new IllegalStateException("this server already has Raft state"))
+                : RaftNode.<Void>onWorker(storageWorker, () -> {
+                    storage.stable().put(key, value);
+                    return null;
+                }).onFailure(cause -> context.runOnContext(v -> fatal(cause))));
+    }
+
+    /** The tick length, milliseconds. */
+    public long tickMillis() {
+        return options.tickMillis();
+    }
+
     /** Bootstraps a node that has no Raft state with {@code initial} as its first configuration. */
     public Future<Void> bootstrap(ClusterConfiguration initial) {
         Promise<Void> promise = Promise.promise();

@@ -163,6 +163,25 @@ public final class GrpcRaftTransport {
         return client.close().compose(v -> server == null ? Future.succeededFuture() : server.close());
     }
 
+    /** Refusals are logged at most every 10 s: a peer retries its stream much more often. */
+    private final RateLimitedLog refusalLog = new RateLimitedLog(10_000);
+
+    /** Says when a repeated line is due again (any thread). */
+    static final class RateLimitedLog {
+        private final long periodNanos;
+        private final java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
+
+        RateLimitedLog(long periodMillis) {
+            this.periodNanos = periodMillis * 1_000_000;
+        }
+
+        boolean due() {
+            long now = System.nanoTime();
+            long at = next.get();
+            return (at == Long.MIN_VALUE || now - at >= 0) && next.compareAndSet(at, now + periodNanos);
+        }
+    }
+
     // ---------------------------------------------------------------- server side
 
     private final class Service extends RaftGrpcService {
@@ -177,8 +196,15 @@ public final class GrpcRaftTransport {
                 if (clusterId == null || !clusterId.equals(proto.getClusterId())) {
                     failed[0] = true;
                     refusedClusterMessages.incrementAndGet();
-                    LOG.warn("refused a message from {} of cluster '{}': this is cluster '{}'", proto.getFrom(), proto.getClusterId(), clusterId);
-                    response.fail(new StatusException(GrpcStatus.PERMISSION_DENIED, "cluster ID mismatch: this server is in cluster " + clusterId));
+                    String why = clusterId == null
+                            ? "this server has no Raft state and belongs to no cluster, yet " + proto.getFrom() + " sends it Raft"
+                                    + " messages addressed to its node ID " + proto.getTo() + ": that ID is a member of a cluster. If this"
+                                    + " server's data was wiped, remove-peer first, or clear node_id so that it joins under a new ID"
+                            : "cluster ID mismatch: this server is in another cluster";
+                    if (refusalLog.due()) {
+                        LOG.warn("refused Raft messages from {}: {}", proto.getFrom(), why);
+                    }
+                    response.fail(new StatusException(GrpcStatus.PERMISSION_DENIED, why));
                     return;
                 }
                 received[0]++;

@@ -63,7 +63,17 @@ class AgentTest {
 
             Response plugins = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/plugins");
             JsonArray list = new JsonArray(plugins.body());
-            assertEquals(6, list.size(), plugins.body());
+            assertEquals(8, list.size(), plugins.body()); // the built-ins, MapDB, autopilot's two policies, autopilot, its promoter
+            assertEquals("autopilot", body.getJsonObject("Plugins").getString("autopilot"));
+            assertEquals("stable", body.getJsonObject("Plugins").getString("promoter"));
+            assertTrue(body.getJsonObject("Plugins").getValue("state_machine") == null,
+                    "the engine calls no state machine provider, so none is shown active");
+            for (Object entry : list) {
+                JsonObject provider = (JsonObject) entry;
+                if (provider.getString("SPI").equals("autopilot") || provider.getString("SPI").equals("promoter")) {
+                    assertTrue(provider.getBoolean("Active"), "autopilot and its promoter are called: " + provider);
+                }
+            }
             JsonObject first = list.getJsonObject(0);
             assertEquals("io.conclave.engine.raft", first.getString("Module"));
             assertEquals("boot", first.getString("Origin"));
