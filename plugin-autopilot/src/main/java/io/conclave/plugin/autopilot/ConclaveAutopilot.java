@@ -201,7 +201,9 @@ final class ConclaveAutopilot implements Autopilot {
         change.onComplete(result -> context.runOnContext(v -> {
             if (result.succeeded()) {
                 lastFailure.remove(action.id());
-                LOG.info("autopilot: done: {} {}", action instanceof Planner.Remove ? "removed" : "changed", describe(action.id()));
+                String done = action instanceof Planner.Remove ? "removed" : action instanceof Planner.Add ? "added"
+                        : ((Planner.SetSuffrage) action).suffrage() == Suffrage.VOTER ? "promoted" : "demoted";
+                LOG.info("autopilot: done: {} {}", done, describe(action.id()));
                 roundAgain = true; // the next change, if any, at once
             } else {
                 String message = String.valueOf(result.cause().getMessage());

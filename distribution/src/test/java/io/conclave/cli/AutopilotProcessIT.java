@@ -1,0 +1,504 @@
+package io.conclave.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The leave flow, joins and autopilot on real servers from the distribution: separate processes, MapDB, gossip
+ * ({@code retry_join} only), the default removal policy. Counts come from the metrics of the servers that stay
+ * ({@code raft.election.started}, {@code raft.prevote.started}, the (pre-)vote refusals, the term) and from their logs.
+ */
+class AutopilotProcessIT {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+            .version(HttpClient.Version.HTTP_1_1).build();
+    /** The LAN profile's ratios at half its times (five JVMs starting at once on two cores). */
+    private static final String GOSSIP_TIMINGS = "\"gossip_lan\": {\"probe_interval\": \"500ms\", \"probe_timeout\": \"250ms\", "
+            + "\"gossip_interval\": \"100ms\"},";
+
+    /** One server: its ports stay its own across restarts, so that it can come back where it was. */
+    static final class Node {
+        final String name;
+        final int http;
+        final int raft;
+        final int serf;
+        final Path config;
+        final Path data;
+        AgentProcess process;
+
+        Node(String name, int http, int raft, int serf, Path config, Path data) {
+            this.name = name;
+            this.http = http;
+            this.raft = raft;
+            this.serf = serf;
+            this.config = config;
+            this.data = data;
+        }
+
+        String raftAddress() {
+            return "127.0.0.1:" + raft;
+        }
+    }
+
+    private final List<Node> all = new ArrayList<>();
+
+    private Node node(Path work, String name, int expect, List<Integer> joins, String extra) throws Exception {
+        int http = AgentProcess.freePort();
+        int raft = AgentProcess.freePort();
+        return node(work, name, expect, joins, extra, http, raft, AgentProcess.freePort());
+    }
+
+    private Node node(Path work, String name, int expect, List<Integer> joins, String extra, int http, int raft, int serf)
+            throws Exception {
+        List<String> addresses = new ArrayList<>();
+        for (int port : joins) {
+            if (port != serf) {
+                addresses.add("\"127.0.0.1:" + port + "\"");
+            }
+        }
+        Path config = work.resolve(name + ".json");
+        Path data = work.resolve("data-" + name);
+        Files.writeString(config, "{" + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
+                + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"300ms\", "
+                + "\"autopilot\": {\"server_stabilization_time\": \"1s\"}, "
+                + "\"retry_join\": " + addresses + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft
+                + ", \"serf_lan\": " + serf + "}}");
+        Node node = new Node(name, http, raft, serf, config, data);
+        all.add(node);
+        return node;
+    }
+
+    private static void start(Path work, Node node) throws Exception {
+        node.process = AgentProcess.start(work, "agent", "-config-file", node.config.toString());
+    }
+
+    private static List<Integer> ports(int count) throws Exception {
+        List<Integer> ports = new ArrayList<>();
+        while (ports.size() < count) {
+            int port = AgentProcess.freePort();
+            if (!ports.contains(port)) {
+                ports.add(port);
+            }
+        }
+        return ports;
+    }
+
+    /** {@code count} servers that bootstrap together ({@code bootstrap_expect = count}), started, voters all. */
+    private List<Node> cluster(Path work, int count, String extra) throws Exception {
+        List<Integer> serf = ports(count);
+        List<Node> nodes = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            nodes.add(node(work, "n" + i, count, serf, extra, AgentProcess.freePort(), AgentProcess.freePort(), serf.get(i)));
+        }
+        for (Node node : nodes) {
+            start(work, node);
+        }
+        awaitLeader(nodes);
+        awaitVoters(nodes.get(0), count);
+        return nodes;
+    }
+
+    static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
+        request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String leaderOf(Node node) {
+        try {
+            HttpResponse<String> response = call("GET", node.http, "/v1/status/leader", null);
+            String leader = response.body().replace("\"", "").trim();
+            return response.statusCode() == 200 && !leader.isEmpty() ? leader : null;
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    /** The leader all of {@code nodes} agree on, among them. */
+    private Node awaitLeader(List<Node> nodes) throws Exception {
+        Node[] found = {null};
+        await("a leader all of " + names(nodes) + " agree on", nodes, () -> {
+            String first = leaderOf(nodes.get(0));
+            if (first == null || !nodes.stream().allMatch(node -> first.equals(leaderOf(node)))) {
+                return false;
+            }
+            found[0] = nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst().orElse(null);
+            return found[0] != null;
+        });
+        return found[0];
+    }
+
+    private static JsonArray servers(Node asked) {
+        try {
+            return new JsonObject(call("GET", asked.http, "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers");
+        } catch (Exception e) {
+            return new JsonArray();
+        }
+    }
+
+    private static long voters(Node asked) {
+        return servers(asked).stream().map(JsonObject.class::cast).filter(server -> server.getBoolean("Voter")).count();
+    }
+
+    private void awaitVoters(Node asked, int count) throws Exception {
+        await(asked.name + " lists " + count + " voters and no other server", List.of(asked),
+                () -> voters(asked) == count && servers(asked).size() == count);
+    }
+
+    /** The configuration entry of the server at {@code node}'s Raft address, as {@code asked} lists it, or null. */
+    private static JsonObject entryOf(Node asked, Node node) {
+        return servers(asked).stream().map(JsonObject.class::cast).filter(server -> server.getString("Address").equals(node.raftAddress()))
+                .findFirst().orElse(null);
+    }
+
+    private static JsonObject self(Node node) throws Exception {
+        return new JsonObject(call("GET", node.http, "/v1/agent/self", null).body());
+    }
+
+    private static String nodeId(Node node) throws Exception {
+        return self(node).getJsonObject("Config").getString("NodeID");
+    }
+
+    private static long term(Node node) throws Exception {
+        return Long.parseLong(self(node).getJsonObject("Stats").getJsonObject("raft").getString("term"));
+    }
+
+    /** The sum of the counters named {@code name} (every label) on {@code node}. */
+    private static long counter(Node node, String name) throws Exception {
+        JsonObject metrics = new JsonObject(call("GET", node.http, "/v1/agent/metrics", null).body());
+        return metrics.getJsonArray("Counters").stream().map(JsonObject.class::cast).filter(counter -> counter.getString("Name").equals(name))
+                .mapToLong(counter -> counter.getLong("Count")).sum();
+    }
+
+    /** Elections, pre-votes, and refused (pre-)vote requests on {@code nodes}, summed: what a needless election moves. */
+    private static long[] electionCounts(List<Node> nodes) throws Exception {
+        long[] sums = new long[3];
+        for (Node node : nodes) {
+            sums[0] += counter(node, "raft.election.started");
+            sums[1] += counter(node, "raft.prevote.started");
+            sums[2] += counter(node, "raft.vote.refused") + counter(node, "raft.prevote.refused");
+        }
+        return sums;
+    }
+
+    private static String names(List<Node> nodes) {
+        return nodes.stream().map(node -> node.name).toList().toString();
+    }
+
+    private void await(String what, List<Node> shown, java.util.function.BooleanSupplier condition) throws Exception {
+        try {
+            AgentProcess.awaitCondition(what, DEADLINE, condition);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + logs(shown), e);
+        }
+    }
+
+    private String logs(List<Node> nodes) {
+        StringBuilder text = new StringBuilder();
+        for (Node node : nodes) {
+            try {
+                String output = node.process == null ? "" : node.process.output();
+                text.append("\n--- ").append(node.name).append('\n').append(output.substring(Math.max(0, output.length() - 5000)));
+            } catch (Exception e) {
+                text.append("\n--- ").append(node.name).append(": ").append(e);
+            }
+        }
+        return text.toString();
+    }
+
+    private void closeAll() throws Exception {
+        for (Node node : all) {
+            if (node.process != null) {
+                node.process.close();
+            }
+        }
+    }
+
+    /**
+     * Closed-loop writers through one server that stays: each write waits for its answer; every acknowledged key is
+     * remembered, to be read back at the end.
+     */
+    static final class Writers implements AutoCloseable {
+        final AtomicLong acknowledged = new AtomicLong();
+        final AtomicLong failed = new AtomicLong();
+        final Map<String, String> acked = new ConcurrentHashMap<>();
+        final List<String> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        private final AtomicBoolean running = new AtomicBoolean(true);
+        private final List<Thread> threads = new ArrayList<>();
+
+        Writers(int count, int port) {
+            for (int w = 0; w < count; w++) {
+                int writer = w;
+                Thread thread = new Thread(() -> {
+                    for (long i = 0; running.get(); i++) {
+                        String key = "w" + writer + "-" + i;
+                        try {
+                            HttpResponse<String> response = call("PUT", port, "/v1/kv/" + key, key);
+                            if (response.statusCode() == 200 && response.body().trim().equals("true")) {
+                                acked.put(key, key);
+                                acknowledged.incrementAndGet();
+                            } else {
+                                failed.incrementAndGet();
+                                failures.add(key + ": " + response.statusCode() + " " + response.body());
+                            }
+                        } catch (Exception e) {
+                            failed.incrementAndGet();
+                            failures.add(key + ": " + e);
+                        }
+                    }
+                }, "writer-" + w);
+                thread.setDaemon(true);
+                thread.start();
+                threads.add(thread);
+            }
+        }
+
+        void awaitMore(long than) throws InterruptedException {
+            AgentProcess.awaitCondition("writes acknowledged past " + than, DEADLINE, () -> acknowledged.get() > than + 20);
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            running.set(false);
+            for (Thread thread : threads) {
+                thread.join(15_000);
+            }
+        }
+
+        /** Every acknowledged key reads back, through {@code port}, with a consistent read. */
+        void assertNoneLost(int port) throws Exception {
+            JsonArray keys = new JsonArray(call("GET", port, "/v1/kv/w?recurse&consistent", null).body());
+            java.util.Set<String> present = new java.util.HashSet<>();
+            keys.forEach(entry -> present.add(((JsonObject) entry).getString("Key")));
+            List<String> lost = acked.keySet().stream().filter(key -> !present.contains(key)).toList();
+            assertTrue(lost.isEmpty(), lost.size() + " acknowledged writes lost, such as " + lost.stream().limit(5).toList());
+        }
+    }
+
+    @Test
+    void when_a_follower_and_then_the_leader_leave_under_writes_then_no_election_is_needless_and_no_write_fails(@TempDir Path work)
+            throws Exception {
+        try {
+            List<Node> nodes = cluster(work, 5, "");
+            Node leader = awaitLeader(nodes);
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+            Node leavingFollower = followers.get(0);
+            Node writeThrough = followers.get(1);
+            List<Node> stay = new ArrayList<>(followers.subList(1, followers.size()));
+            List<Node> stayAndLeader = new ArrayList<>(stay);
+            stayAndLeader.add(leader);
+            long term = term(leader);
+            try (Writers writers = new Writers(4, writeThrough.http)) {
+                writers.awaitMore(0);
+                long[] before = electionCounts(stayAndLeader);
+
+                // 1. a follower leaves
+                try (AgentProcess command = AgentProcess.start(work, "leave", "-http-addr", "127.0.0.1:" + leavingFollower.http)) {
+                    assertEquals(0, command.awaitExit(DEADLINE), "conclave leave: " + command.output());
+                    assertTrue(command.output().contains("Graceful leave complete"), command.output());
+                }
+                assertEquals(0, leavingFollower.process.awaitExit(DEADLINE), "the follower left and exited 0");
+                awaitVoters(leader, 4);
+                writers.awaitMore(writers.acknowledged.get());
+                for (Node node : stayAndLeader) {
+                    assertEquals(term, term(node), node.name + ": a follower's leave changes no term");
+                }
+                assertEquals(leader, awaitLeader(stayAndLeader));
+                long[] afterFollower = electionCounts(stayAndLeader);
+                assertEquals(before[0], afterFollower[0], "no election");
+                assertEquals(before[1], afterFollower[1], "no pre-vote");
+                assertEquals(before[2], afterFollower[2], "no (pre-)vote request refused: the leaver asked for none");
+                assertTrue(leader.process.output().contains("autopilot: removing " + leavingFollower.name),
+                        "the leader's autopilot removed it on LEFT" + logs(List.of(leader)));
+                assertEquals(0, writers.failed.get(), "no failed write: " + writers.failures);
+
+                // 2. the leader leaves
+                long[] stayBefore = electionCounts(stay);
+                int leaderLogMark = leader.process.output().length();
+                assertEquals(200, call("PUT", leader.http, "/v1/agent/leave", null).statusCode());
+                assertEquals(0, leader.process.awaitExit(DEADLINE), "the leader handed over, left and exited 0");
+                Node successor = awaitLeader(stay);
+                awaitVoters(successor, 3);
+                writers.awaitMore(writers.acknowledged.get());
+                for (Node node : stay) {
+                    assertEquals(term + 1, term(node), node.name + ": the leader's leave cost exactly one election");
+                }
+                long[] afterLeader = electionCounts(stay);
+                assertEquals(1, afterLeader[0] - stayBefore[0], "one candidate: the transfer target");
+                assertEquals(stayBefore[1], afterLeader[1], "no pre-vote: a transfer needs none, and nobody timed out");
+                assertTrue(successor.process.output().contains("autopilot: removing " + leader.name),
+                        "the new leader's autopilot removed the old one on LEFT" + logs(List.of(successor)));
+                String sinceLeave = leader.process.output().substring(leaderLogMark);
+                assertFalse(sinceLeave.contains("raft.election.started") || sinceLeave.contains("role CANDIDATE"),
+                        "the leaver never became a candidate after its leave:\n" + sinceLeave);
+                assertEquals(0, writers.failed.get(), "no failed write: " + writers.failures);
+                writers.close();
+                writers.assertNoneLost(successor.http);
+                assertTrue(writers.acknowledged.get() > 60, "writes went on: " + writers.acknowledged.get());
+            }
+        } finally {
+            closeAll();
+        }
+    }
+
+    private static String leaderLog(Node leader) throws Exception {
+        return leader.process.output();
+    }
+
+    private static int occurrences(String text, String part) {
+        int count = 0;
+        for (int at = text.indexOf(part); at >= 0; at = text.indexOf(part, at + 1)) {
+            count++;
+        }
+        return count;
+    }
+
+    @Test
+    void when_servers_join_a_formed_cluster_then_they_vote_after_stabilization_and_strangers_stay_out(@TempDir Path work)
+            throws Exception {
+        try {
+            List<Node> nodes = cluster(work, 3, "");
+            List<Integer> serf = nodes.stream().map(node -> node.serf).toList();
+            Node leader = awaitLeader(nodes);
+            long term = term(leader);
+            long[] before = electionCounts(nodes);
+
+            // a new server: added as a non-voter, caught up, promoted after server_stabilization_time
+            Node joiner = node(work, "joiner", 0, serf, "");
+            start(work, joiner);
+            List<Node> four = new ArrayList<>(nodes);
+            four.add(joiner);
+            await("the new server is a voter", four, () -> {
+                JsonObject entry = entryOf(leader, joiner);
+                return entry != null && entry.getBoolean("Voter");
+            });
+            String log = leaderLog(leader);
+            assertTrue(log.contains("autopilot: adding joiner") && log.indexOf("autopilot: adding joiner")
+                    < log.indexOf("autopilot: promoting to voter joiner"), "first a non-voter, then promoted" + logs(List.of(leader)));
+            assertTrue(joiner.process.output().contains("join: admitted to the cluster by its leader"), logs(List.of(joiner)));
+            String joinerId = nodeId(joiner);
+            assertEquals("true", call("PUT", joiner.http, "/v1/kv/joined", "yes").body().trim());
+            await("the new server applied the cluster's writes", List.of(joiner), () -> {
+                try {
+                    return call("GET", joiner.http, "/v1/kv/joined?raw&stale", null).body().equals("yes");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+
+            // it leaves, and comes back on its data under the same ID
+            assertEquals(200, call("PUT", joiner.http, "/v1/agent/leave", null).statusCode());
+            assertEquals(0, joiner.process.awaitExit(DEADLINE));
+            awaitVoters(leader, 3);
+            start(work, joiner);
+            await("the server that left is a voter again", four, () -> {
+                JsonObject entry = entryOf(leader, joiner);
+                return entry != null && entry.getBoolean("Voter");
+            });
+            assertEquals(joinerId, nodeId(joiner), "it came back under its own ID");
+            assertEquals(2, occurrences(leaderLog(leader), "autopilot: done: added joiner"), "re-added by autopilot");
+            assertEquals(2, occurrences(leaderLog(leader), "autopilot: done: promoted joiner"), "and promoted again");
+
+            // it leaves, its data is wiped: it comes back under a new ID
+            assertEquals(200, call("PUT", joiner.http, "/v1/agent/leave", null).statusCode());
+            assertEquals(0, joiner.process.awaitExit(DEADLINE));
+            awaitVoters(leader, 3);
+            deleteRecursively(joiner.data);
+            start(work, joiner);
+            await("the wiped server is a voter", four, () -> {
+                JsonObject entry = entryOf(leader, joiner);
+                return entry != null && entry.getBoolean("Voter");
+            });
+            String newId = nodeId(joiner);
+            assertNotEquals(joinerId, newId, "a wiped server is a new server");
+
+            // killed and wiped, it comes back stateless under its old ID (node_id): refused, with the way out
+            joiner.process.close();
+            deleteRecursively(joiner.data);
+            String text = Files.readString(joiner.config);
+            Files.writeString(joiner.config, text.replaceFirst("\\{", "{\"node_id\": \"" + newId + "\", "));
+            start(work, joiner);
+            await("the stateless server under a member's ID says why it cannot take part", List.of(joiner, leader),
+                    () -> {
+                        try {
+                            return joiner.process.output().contains("remove-peer first, or clear node_id");
+                        } catch (Exception e) {
+                            return false;
+                        }
+                    });
+            assertEquals("0", new JsonObject(joiner.process.awaitGet(joiner.http, "/v1/agent/self")).getJsonObject("Stats").getJsonObject("raft").getString("last_log_index"),
+                    "it took no entry under the member's ID");
+            assertEquals(newId, entryOf(leader, joiner).getString("ID"), "the configuration still holds the member, untouched");
+            joiner.process.close();
+
+            // a server holding another cluster's state is not added
+            Node foreign = node(work, "foreign", 1, List.of(), "");
+            start(work, foreign);
+            awaitLeader(List.of(foreign));
+            foreign.process.process.destroy(); // SIGTERM: stops without leaving
+            int exit = foreign.process.awaitExit(DEADLINE);
+            assertTrue(exit == 0 || exit == 143, "stopped by SIGTERM (the JVM reports 128 + 15): " + exit);
+            Files.writeString(foreign.config, Files.readString(foreign.config).replaceFirst("\"retry_join\": \\[\\]",
+                    "\"retry_join\": [\"127.0.0.1:" + serf.get(0) + "\"]"));
+            start(work, foreign);
+            await("the leader refuses the server of another cluster", List.of(leader, foreign), () -> {
+                try {
+                    return leaderLog(leader).contains("holds the state of another cluster: not added");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(null, entryOf(leader, foreign), "never in the configuration");
+            await("its own autopilot does not take our servers either", List.of(foreign), () -> {
+                try {
+                    return foreign.process.output().contains("holds the state of another cluster: not added");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(1, servers(foreign).size(), "the foreign server's configuration holds only itself");
+
+            for (Node node : nodes) {
+                assertEquals(term, term(node), node.name + ": joins, returns and strangers moved no term");
+            }
+            long[] after = electionCounts(nodes);
+            assertEquals(before[0], after[0], "no election");
+            assertEquals(before[1], after[1], "no pre-vote");
+        } finally {
+            closeAll();
+        }
+    }
+
+    static void deleteRecursively(Path root) throws java.io.IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+            for (Path path : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
+        }
+    }
+}
