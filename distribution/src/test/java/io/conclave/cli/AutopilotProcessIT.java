@@ -93,6 +93,11 @@ class AutopilotProcessIT {
         node.process = AgentProcess.start(work, "agent", "-config-file", node.config.toString());
     }
 
+    /** Started with the C1 compiler only: half the start-up time on two cores, for a server restarted again and again. */
+    private static void startQuickly(Path work, Node node) throws Exception {
+        node.process = AgentProcess.start(work, List.of("-XX:TieredStopAtLevel=1"), "agent", "-config-file", node.config.toString());
+    }
+
     private static List<Integer> ports(int count) throws Exception {
         List<Integer> ports = new ArrayList<>();
         while (ports.size() < count) {
@@ -486,6 +491,152 @@ class AutopilotProcessIT {
             long[] after = electionCounts(nodes);
             assertEquals(before[0], after[0], "no election");
             assertEquals(before[1], after[1], "no pre-vote");
+        } finally {
+            closeAll();
+        }
+    }
+
+    private static int memberStatus(Node observer, String name) {
+        try {
+            for (Object entry : new JsonArray(call("GET", observer.http, "/v1/agent/members", null).body())) {
+                JsonObject member = (JsonObject) entry;
+                if (member.getString("Name").equals(name)) {
+                    return member.getInteger("Status");
+                }
+            }
+        } catch (Exception e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    private static JsonObject autopilotConfiguration(Node node) throws Exception {
+        return new JsonObject(call("GET", node.http, "/v1/operator/autopilot/configuration", null).body());
+    }
+
+    @Test
+    void when_two_of_five_servers_die_then_the_clean_up_removes_them_only_as_min_quorum_allows(@TempDir Path work) throws Exception {
+        try {
+            List<Node> nodes = cluster(work, 5, "");
+            Node leader = awaitLeader(nodes);
+            long term = term(leader);
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+
+            // the operator sets min_quorum 5 through a follower: forwarded, replicated to every server
+            assertEquals("true", call("PUT", followers.get(0).http, "/v1/operator/autopilot/configuration", "{\"MinQuorum\": 5}")
+                    .body().trim());
+            for (Node node : nodes) {
+                await(node.name + " holds the operator's autopilot settings", List.of(node), () -> {
+                    try {
+                        return autopilotConfiguration(node).getLong("MinQuorum") == 5;
+                    } catch (Exception e) {
+                        return false;
+                    }
+                });
+            }
+            JsonObject settings = autopilotConfiguration(leader);
+            assertTrue(settings.getBoolean("CleanupDeadServers"), settings.encode());
+            assertEquals("false", call("PUT", leader.http, "/v1/operator/autopilot/configuration?cas=1", "{\"MinQuorum\": 3}")
+                    .body().trim(), "a stale cas changes nothing");
+            assertEquals(400, call("PUT", leader.http, "/v1/operator/autopilot/configuration", "{\"MinQuorum\": -1}").statusCode());
+
+            Node dead1 = followers.get(1);
+            Node dead2 = followers.get(2);
+            dead1.process.close();
+            dead2.process.close();
+            await("the leader sees both dead servers failed", List.of(leader),
+                    () -> memberStatus(leader, dead1.name) == 4 && memberStatus(leader, dead2.name) == 4);
+            await("autopilot says why it keeps them", List.of(leader), () -> {
+                try {
+                    return leaderLog(leader).contains("below min_quorum 5");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(5, voters(leader), "min_quorum 5: nothing is removed");
+            JsonObject health = new JsonObject(call("GET", leader.http, "/v1/operator/autopilot/health", null).body());
+            assertFalse(health.getBoolean("Healthy"), health.encode());
+            assertEquals(429, call("GET", leader.http, "/v1/operator/autopilot/health", null).statusCode(), "Consul's answer when unhealthy");
+
+            long index = settings.getLong("ModifyIndex");
+            assertEquals("true", call("PUT", leader.http, "/v1/operator/autopilot/configuration?cas=" + index, "{\"MinQuorum\": 3}")
+                    .body().trim());
+            awaitVoters(leader, 3);
+            String log = leaderLog(leader);
+            assertTrue(log.contains("autopilot: removing " + dead1.name) && log.contains("autopilot: removing " + dead2.name), log);
+            assertTrue(log.contains("failed; dead-server clean-up"), log);
+            assertEquals(leader, awaitLeader(List.of(leader, followers.get(0))), "a leader throughout");
+            assertEquals(term, term(leader), "no election");
+            assertEquals(200, call("GET", leader.http, "/v1/operator/autopilot/health", null).statusCode(), "healthy again");
+        } finally {
+            closeAll();
+        }
+    }
+
+    @Test
+    void when_a_single_server_leaves_then_it_stops_cleanly_and_restarts_with_its_data_and_one_that_grew_is_not_legacy(
+            @TempDir Path work) throws Exception {
+        try {
+            Node alone = node(work, "alone", 1, List.of(), "");
+            start(work, alone);
+            awaitLeader(List.of(alone));
+            assertEquals("true", call("PUT", alone.http, "/v1/kv/kept", "yes").body().trim());
+            try (AgentProcess command = AgentProcess.start(work, "leave", "-http-addr", "127.0.0.1:" + alone.http)) {
+                assertEquals(0, command.awaitExit(DEADLINE), "conclave leave: " + command.output());
+            }
+            assertEquals(0, alone.process.awaitExit(DEADLINE), "the single server stopped cleanly");
+            start(work, alone);
+            awaitLeader(List.of(alone));
+            assertEquals("yes", call("GET", alone.http, "/v1/kv/kept?raw", null).body(), "all its data is there");
+            assertEquals(1, voters(alone), "it elected itself, alone");
+
+            // it grows to three: the removal policy no longer keeps it up when it leaves
+            List<Integer> serf = List.of(alone.serf);
+            Node second = node(work, "second", 0, serf, "");
+            Node third = node(work, "third", 0, serf, "");
+            start(work, second);
+            start(work, third);
+            awaitVoters(alone, 3);
+            assertEquals(200, call("PUT", alone.http, "/v1/agent/leave", null).statusCode());
+            assertEquals(0, alone.process.awaitExit(DEADLINE), "the first server left the cluster it grew and exited");
+            assertTrue(alone.process.output().contains("policy auto decided SHUTDOWN"),
+                    "shutdown-on-remove, not legacy" + logs(List.of(alone)));
+            Node next = awaitLeader(List.of(second, third));
+            awaitVoters(next, 2);
+            assertEquals("yes", call("GET", next.http, "/v1/kv/kept?raw", null).body());
+        } finally {
+            closeAll();
+        }
+    }
+
+    @Test
+    void when_one_server_leaves_and_rejoins_again_and_again_then_the_leader_never_loses_leadership(@TempDir Path work)
+            throws Exception {
+        int cycles = Integer.getInteger("it.leave.cycles", 10);
+        try {
+            List<Node> nodes = cluster(work, 3, "");
+            Node leader = awaitLeader(nodes);
+            long term = term(leader);
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+            Node cycling = followers.get(0);
+            String id = nodeId(cycling);
+            try (Writers writers = new Writers(2, followers.get(1).http)) {
+                for (int cycle = 1; cycle <= cycles; cycle++) {
+                    assertEquals(200, call("PUT", cycling.http, "/v1/agent/leave", null).statusCode(), "cycle " + cycle);
+                    assertEquals(0, cycling.process.awaitExit(DEADLINE), "cycle " + cycle + ": exit 0");
+                    awaitVoters(leader, 2);
+                    startQuickly(work, cycling);
+                    awaitVoters(leader, 3);
+                    assertEquals(id, nodeId(cycling), "cycle " + cycle + ": back under its ID");
+                    assertEquals(term, term(leader), "cycle " + cycle + ": no leadership lost, no election");
+                }
+                assertEquals(0, writers.failed.get(), "no failed write: " + writers.failures);
+                writers.close();
+                writers.assertNoneLost(leader.http);
+            }
+            assertEquals(leader, awaitLeader(nodes));
         } finally {
             closeAll();
         }
