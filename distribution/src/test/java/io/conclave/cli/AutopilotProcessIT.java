@@ -642,6 +642,89 @@ class AutopilotProcessIT {
         }
     }
 
+    @Test
+    void when_a_live_server_is_removed_then_legacy_keeps_it_up_quiet_and_shutdown_on_remove_stops_it_until_restarted(
+            @TempDir Path work) throws Exception {
+        try {
+            List<Integer> serf = ports(3);
+            List<Node> nodes = new ArrayList<>();
+            for (int i = 0; i < 3; i++) { // n2 chose the legacy policy (Consul's ShutdownOnRemove = false), the others the default
+                nodes.add(node(work, "n" + i, 3, serf, i == 2 ? "\"plugins\": {\"removal_policy\": \"legacy\"}," : "",
+                        AgentProcess.freePort(), AgentProcess.freePort(), serf.get(i)));
+            }
+            for (Node node : nodes) {
+                start(work, node);
+            }
+            Node leader = awaitLeader(nodes);
+            awaitVoters(leader, 3);
+            Node legacy = nodes.get(2);
+            if (legacy == leader) {
+                assertEquals(200, call("POST", leader.http, "/v1/operator/raft/transfer-leader", null).statusCode());
+                leader = awaitLeader(List.of(nodes.get(0), nodes.get(1)));
+            }
+            Node leaderNow = leader;
+            Node other = nodes.stream().filter(node -> node != leaderNow && node != legacy).findFirst().orElseThrow();
+            long term = term(leader);
+            long[] before = electionCounts(nodes);
+            String legacyId = nodeId(legacy);
+
+            // legacy: removed, it stays up outside the configuration, never a candidate; autopilot adds it back, alive
+            assertEquals(200, call("DELETE", leader.http, "/v1/operator/raft/peer?id=" + legacyId, null).statusCode());
+            await("the legacy server learns of its removal and stays up", List.of(legacy), () -> {
+                try {
+                    return legacy.process.output().contains("policy legacy decided STAY_AS_NON_MEMBER");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(null, entryOf(leader, legacy), "out of the configuration: autopilot holds an operator's removal back");
+            assertEquals("true", call("PUT", leader.http, "/v1/kv/after-legacy", "caught-up").body().trim(), "written while it is out");
+            assertEquals("Follower", self(legacy).getJsonObject("Stats").getJsonObject("raft").getString("state"),
+                    "up as a non-member, not shut down");
+            await("the legacy server is a voter again", nodes, () -> {
+                JsonObject entry = entryOf(leaderNow, legacy);
+                return entry != null && entry.getBoolean("Voter");
+            });
+            assertTrue(legacy.process.process.isAlive(), "the legacy server stayed up throughout");
+            assertTrue(leaderLog(leader).contains("was removed while alive; it is added back in 10 s"), logs(List.of(leader)));
+            await("the legacy server caught up without a restart", List.of(legacy), () -> {
+                try {
+                    return call("GET", legacy.http, "/v1/kv/after-legacy?raw&stale", null).body().equals("caught-up");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            long[] afterLegacy = electionCounts(nodes);
+            assertEquals(before[0], afterLegacy[0], "no election, the removed server's own counters included");
+            assertEquals(before[1], afterLegacy[1], "no pre-vote: the removed server never timed out into one");
+            assertEquals(before[2], afterLegacy[2], "no (pre-)vote request refused");
+
+            // shutdown-on-remove: removed, it stops its Raft machinery; autopilot does not add a stopped server back
+            String otherId = nodeId(other);
+            assertEquals(200, call("DELETE", leader.http, "/v1/operator/raft/peer?id=" + otherId, null).statusCode());
+            await("the leader says why it does not add the stopped server back", List.of(leader, other), () -> {
+                try {
+                    return leaderLog(leaderNow).contains("stopped its Raft machinery when it was removed");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            assertEquals(null, entryOf(leader, other), "not in the configuration");
+            assertEquals("Shutdown", self(other).getJsonObject("Stats").getJsonObject("raft").getString("state"));
+            other.process.close();
+            start(work, other);
+            await("restarted, it is a voter again", nodes, () -> {
+                JsonObject entry = entryOf(leaderNow, other);
+                return entry != null && entry.getBoolean("Voter");
+            });
+            for (Node node : nodes) {
+                assertEquals(term, term(node), node.name + ": the term never moved");
+            }
+        } finally {
+            closeAll();
+        }
+    }
+
     static void deleteRecursively(Path root) throws java.io.IOException {
         if (!Files.exists(root)) {
             return;

@@ -39,6 +39,11 @@ final class ConclaveAutopilot implements Autopilot {
     static final long INTERVAL_MILLIS = 250;
     /** How long a server whose addition failed is left alone before it is tried again. */
     static final long ADD_BACKOFF_MILLIS = 1_000;
+    /**
+     * How long a server removed while alive (an operator's remove-peer) is left out before autopilot adds it back, if it is
+     * still alive: the operator's removal is not undone at once (Consul's reconcile runs every 60 s).
+     */
+    static final long REMOVED_HOLD_MILLIS = 10_000;
 
     private final Vertx vertx;
     private final Context context;
@@ -55,6 +60,7 @@ final class ConclaveAutopilot implements Autopilot {
     /** Node ID -> the last failure logged for it, so that a repeated one is not logged again. */
     private final Map<String, String> lastFailure = new HashMap<>();
     private List<String> lastHeldBack = List.of();
+    private io.conclave.api.raft.ClusterConfiguration lastCommitted;
     private volatile AutopilotState state;
     private AutoCloseable membershipSubscription;
     private AutoCloseable raftSubscription;
@@ -128,7 +134,31 @@ final class ConclaveAutopilot implements Autopilot {
     }
 
     private void onRaft(RaftEvent event) {
+        if (event instanceof RaftEvent.ConfigurationCommitted committed) {
+            holdBackRemovedWhileAlive(committed.configuration());
+        }
         round();
+    }
+
+    /** A server that left the configuration while membership shows it alive is not added back for {@link #REMOVED_HOLD_MILLIS}. */
+    private void holdBackRemovedWhileAlive(io.conclave.api.raft.ClusterConfiguration committed) {
+        io.conclave.api.raft.ClusterConfiguration previous = lastCommitted;
+        lastCommitted = committed;
+        if (previous == null) {
+            return;
+        }
+        Map<String, Member> byId = Planner.serversById(membership.members(), node.datacenter());
+        for (io.conclave.api.raft.Server server : previous.servers()) {
+            Member member = byId.get(server.id());
+            if (!committed.contains(server.id()) && !server.id().equals(node.nodeId()) && member != null
+                    && member.status() == io.conclave.api.membership.MemberStatus.ALIVE) {
+                deferredUntil.put(server.id(), clock.getAsLong() + REMOVED_HOLD_MILLIS);
+                if (operator.isLeader()) {
+                    LOG.info("autopilot: {} was removed while alive; it is added back in {} s if it is still alive and its Raft runs",
+                            describe(server.id()), REMOVED_HOLD_MILLIS / 1000);
+                }
+            }
+        }
     }
 
     /** One round: on the leader, health, then at most one change. A round asked for while one runs follows it. */

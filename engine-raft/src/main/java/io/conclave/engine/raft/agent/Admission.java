@@ -85,6 +85,10 @@ final class Admission {
                 return Future.failedFuture(new IllegalStateException(id + " is in datacenter " + answer.getDatacenter() + ", not "
                         + datacenter + ": not added"));
             }
+            if (answer.getRaftStopped()) {
+                return Future.failedFuture(new IllegalStateException(id + " at " + address + " stopped its Raft machinery when it"
+                        + " was removed (shutdown-on-remove): it is added again once restarted"));
+            }
             if (!answer.getClusterProof().isEmpty()) {
                 if (Arrays.equals(Bootstrapper.proof(challenge, cluster), answer.getClusterProof().toByteArray())) {
                     return Future.succeededFuture(); // it holds this cluster's state: a server coming back

@@ -312,11 +312,12 @@ public final class Agent implements AutoCloseable {
         });
         clusterRpc.node(node);
         admission.node(node);
+        bootstrapper.raftStopped(() -> node.status().role() == io.conclave.engine.raft.core.Role.SHUTDOWN);
         kvApi = new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax());
         kvApi.register(http);
         autopilotApi.register(http);
         operator = new NodeOperator(node, admission, autopilotApi::settings);
-        new OperatorHttpApi(vertx, node, config.nodeName(), clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
+        new OperatorHttpApi(vertx, node, this::nodeName, clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
         new MetricsHttpApi(node, blockedThreads, membership::counters).register(http);
         if (!hasRaftState.get() && transport.clusterId() != null) {
             LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");
@@ -339,6 +340,19 @@ public final class Agent implements AutoCloseable {
             transport.clusterId(clusterId);
             hasRaftState.set(true);
         }).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
+    }
+
+    /** The node name of the server {@code nodeId}, as membership knows it; the ID itself when it does not. */
+    private String nodeName(String nodeId) {
+        if (nodeId.equals(identity.nodeId())) {
+            return config.nodeName();
+        }
+        for (io.conclave.api.membership.Member member : membership.members()) {
+            if (nodeId.equals(member.tag(MemberTags.NODE_ID))) {
+                return member.name();
+            }
+        }
+        return nodeId;
     }
 
     /** The leader's Raft address, or {@code null} when there is none or it is unknown here. */

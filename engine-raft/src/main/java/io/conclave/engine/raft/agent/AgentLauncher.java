@@ -74,6 +74,16 @@ public final class AgentLauncher {
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (config.leaveOnTerminate() && !agent.terminated().isComplete()) {
+                // leave_on_terminate: SIGTERM is a graceful leave (transfer, LEFT, removal, drain), bounded like one
+                try {
+                    agent.leave();
+                    agent.terminated().toCompletionStage().toCompletableFuture().get(
+                            Agent.LEAVE_TIMEOUT.plus(config.leaveDrainTime()).toSeconds() + 10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    err.println("conclave: the leave on terminate did not complete: " + e);
+                }
+            }
             agent.stop();
             stopped.countDown();
         }, "conclave-shutdown"));

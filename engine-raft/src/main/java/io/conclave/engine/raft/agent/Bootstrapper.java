@@ -66,6 +66,7 @@ final class Bootstrapper {
     private String lastReport = "";
     private long timerId = -1;
     private final String nonce = newNonce();
+    private volatile BooleanSupplier raftStopped = () -> false;
 
     Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
                  String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
@@ -111,6 +112,11 @@ final class Bootstrapper {
         return seen;
     }
 
+    /** Tells whether this server's Raft machinery stopped for good (it was removed, shutdown-on-remove): shown in Hello. */
+    void raftStopped(BooleanSupplier stopped) {
+        this.raftStopped = stopped;
+    }
+
     /** This process's bootstrap nonce. */
     String nonce() {
         return nonce;
@@ -140,7 +146,7 @@ final class Bootstrapper {
         }
         String cluster = clusterId.get();
         return HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
-                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen()).setNonce(nonce)
+                .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen()).setNonce(nonce).setRaftStopped(raftStopped.getAsBoolean())
                 .setClusterProof(cluster == null ? com.google.protobuf.ByteString.EMPTY
                         : com.google.protobuf.ByteString.copyFrom(proof(request.getChallenge().toByteArray(), cluster))).build();
     }

@@ -19,16 +19,20 @@ public final class OperatorHttpApi {
 
     private final io.vertx.core.Vertx vertx;
     private final RaftNode node;
-    private final String localNodeName;
+    private final java.util.function.Function<String, String> nodeName;
     private final OperatorForwarder forwarder;
     private final java.time.Duration timeout;
 
-    /** @param forwarder where a follower sends the changes; {@code null} to refuse them on a follower */
-    public OperatorHttpApi(io.vertx.core.Vertx vertx, RaftNode node, String localNodeName, OperatorForwarder forwarder,
+    /**
+     * @param nodeName  the node name of a server ID (from membership; the ID itself when membership does not know it)
+     * @param forwarder where a follower sends the changes; {@code null} to refuse them on a follower
+     */
+    public OperatorHttpApi(io.vertx.core.Vertx vertx, RaftNode node, java.util.function.Function<String, String> nodeName,
+                           OperatorForwarder forwarder,
                            java.time.Duration timeout) {
         this.vertx = vertx;
         this.node = node;
-        this.localNodeName = localNodeName;
+        this.nodeName = nodeName;
         this.forwarder = forwarder;
         this.timeout = timeout;
     }
@@ -57,7 +61,7 @@ public final class OperatorHttpApi {
         for (Server server : node.configuration().servers()) {
             servers.add(new JsonObject()
                     .put("ID", server.id())
-                    .put("Node", server.id().equals(node.id()) ? localNodeName : server.id())
+                    .put("Node", nodeName.apply(server.id()))
                     .put("Address", server.address())
                     .put("Leader", server.id().equals(status.leaderId()))
                     .put("ProtocolVersion", "3")

@@ -198,8 +198,9 @@ public final class GrpcRaftTransport {
                     refusedClusterMessages.incrementAndGet();
                     String why = clusterId == null
                             ? "this server has no Raft state and belongs to no cluster, yet " + proto.getFrom() + " sends it Raft"
-                                    + " messages addressed to its node ID " + proto.getTo() + ": that ID is a member of a cluster. If this"
-                                    + " server's data was wiped, remove-peer first, or clear node_id so that it joins under a new ID"
+                                    + " messages addressed to its node ID " + proto.getTo() + ": that ID is a member of a cluster. For a moment"
+                                    + " while a cluster forms this is normal; if it lasts, this server's data was wiped: remove-peer first,"
+                                    + " or clear node_id so that it joins under a new ID"
                             : "cluster ID mismatch: this server is in another cluster";
                     if (refusalLog.due()) {
                         LOG.warn("refused Raft messages from {}: {}", proto.getFrom(), why);
