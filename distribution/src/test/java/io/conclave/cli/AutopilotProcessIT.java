@@ -61,9 +61,9 @@ class AutopilotProcessIT {
         }
     }
 
-    private final List<Node> all = new ArrayList<>();
+    final List<Node> all = new ArrayList<>();
 
-    private Node node(Path work, String name, int expect, List<Integer> joins, String extra) throws Exception {
+    Node node(Path work, String name, int expect, List<Integer> joins, String extra) throws Exception {
         int http = AgentProcess.freePort();
         int raft = AgentProcess.freePort();
         return node(work, name, expect, joins, extra, http, raft, AgentProcess.freePort());
@@ -89,16 +89,16 @@ class AutopilotProcessIT {
         return node;
     }
 
-    private static void start(Path work, Node node) throws Exception {
+    static void start(Path work, Node node) throws Exception {
         node.process = AgentProcess.start(work, "agent", "-config-file", node.config.toString());
     }
 
     /** Started with the C1 compiler only: half the start-up time on two cores, for a server restarted again and again. */
-    private static void startQuickly(Path work, Node node) throws Exception {
+    static void startQuickly(Path work, Node node) throws Exception {
         node.process = AgentProcess.start(work, List.of("-XX:TieredStopAtLevel=1"), "agent", "-config-file", node.config.toString());
     }
 
-    private static List<Integer> ports(int count) throws Exception {
+    static List<Integer> ports(int count) throws Exception {
         List<Integer> ports = new ArrayList<>();
         while (ports.size() < count) {
             int port = AgentProcess.freePort();
@@ -110,7 +110,7 @@ class AutopilotProcessIT {
     }
 
     /** {@code count} servers that bootstrap together ({@code bootstrap_expect = count}), started, voters all. */
-    private List<Node> cluster(Path work, int count, String extra) throws Exception {
+    List<Node> cluster(Path work, int count, String extra) throws Exception {
         List<Integer> serf = ports(count);
         List<Node> nodes = new ArrayList<>();
         for (int i = 0; i < count; i++) {
@@ -141,7 +141,7 @@ class AutopilotProcessIT {
     }
 
     /** The leader all of {@code nodes} agree on, among them. */
-    private Node awaitLeader(List<Node> nodes) throws Exception {
+    Node awaitLeader(List<Node> nodes) throws Exception {
         Node[] found = {null};
         await("a leader all of " + names(nodes) + " agree on", nodes, () -> {
             String first = leaderOf(nodes.get(0));
@@ -154,7 +154,7 @@ class AutopilotProcessIT {
         return found[0];
     }
 
-    private static JsonArray servers(Node asked) {
+    static JsonArray servers(Node asked) {
         try {
             return new JsonObject(call("GET", asked.http, "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers");
         } catch (Exception e) {
@@ -162,42 +162,42 @@ class AutopilotProcessIT {
         }
     }
 
-    private static long voters(Node asked) {
+    static long voters(Node asked) {
         return servers(asked).stream().map(JsonObject.class::cast).filter(server -> server.getBoolean("Voter")).count();
     }
 
-    private void awaitVoters(Node asked, int count) throws Exception {
+    void awaitVoters(Node asked, int count) throws Exception {
         await(asked.name + " lists " + count + " voters and no other server", List.of(asked),
                 () -> voters(asked) == count && servers(asked).size() == count);
     }
 
     /** The configuration entry of the server at {@code node}'s Raft address, as {@code asked} lists it, or null. */
-    private static JsonObject entryOf(Node asked, Node node) {
+    static JsonObject entryOf(Node asked, Node node) {
         return servers(asked).stream().map(JsonObject.class::cast).filter(server -> server.getString("Address").equals(node.raftAddress()))
                 .findFirst().orElse(null);
     }
 
-    private static JsonObject self(Node node) throws Exception {
+    static JsonObject self(Node node) throws Exception {
         return new JsonObject(call("GET", node.http, "/v1/agent/self", null).body());
     }
 
-    private static String nodeId(Node node) throws Exception {
+    static String nodeId(Node node) throws Exception {
         return self(node).getJsonObject("Config").getString("NodeID");
     }
 
-    private static long term(Node node) throws Exception {
+    static long term(Node node) throws Exception {
         return Long.parseLong(self(node).getJsonObject("Stats").getJsonObject("raft").getString("term"));
     }
 
     /** The sum of the counters named {@code name} (every label) on {@code node}. */
-    private static long counter(Node node, String name) throws Exception {
+    static long counter(Node node, String name) throws Exception {
         JsonObject metrics = new JsonObject(call("GET", node.http, "/v1/agent/metrics", null).body());
         return metrics.getJsonArray("Counters").stream().map(JsonObject.class::cast).filter(counter -> counter.getString("Name").equals(name))
                 .mapToLong(counter -> counter.getLong("Count")).sum();
     }
 
     /** Elections, pre-votes, and refused (pre-)vote requests on {@code nodes}, summed: what a needless election moves. */
-    private static long[] electionCounts(List<Node> nodes) throws Exception {
+    static long[] electionCounts(List<Node> nodes) throws Exception {
         long[] sums = new long[3];
         for (Node node : nodes) {
             sums[0] += counter(node, "raft.election.started");
@@ -211,7 +211,7 @@ class AutopilotProcessIT {
         return nodes.stream().map(node -> node.name).toList().toString();
     }
 
-    private void await(String what, List<Node> shown, java.util.function.BooleanSupplier condition) throws Exception {
+    void await(String what, List<Node> shown, java.util.function.BooleanSupplier condition) throws Exception {
         try {
             AgentProcess.awaitCondition(what, DEADLINE, condition);
         } catch (AssertionError e) {
@@ -219,7 +219,7 @@ class AutopilotProcessIT {
         }
     }
 
-    private String logs(List<Node> nodes) {
+    String logs(List<Node> nodes) {
         StringBuilder text = new StringBuilder();
         for (Node node : nodes) {
             try {
@@ -232,7 +232,7 @@ class AutopilotProcessIT {
         return text.toString();
     }
 
-    private void closeAll() throws Exception {
+    void closeAll() throws Exception {
         for (Node node : all) {
             if (node.process != null) {
                 node.process.close();
@@ -247,6 +247,8 @@ class AutopilotProcessIT {
     static final class Writers implements AutoCloseable {
         final AtomicLong acknowledged = new AtomicLong();
         final AtomicLong failed = new AtomicLong();
+        /** When (nanoTime) each acknowledgement arrived, every writer's. */
+        final java.util.concurrent.ConcurrentLinkedQueue<Long> ackTimes = new java.util.concurrent.ConcurrentLinkedQueue<>();
         final Map<String, String> acked = new ConcurrentHashMap<>();
         final List<String> failures = java.util.Collections.synchronizedList(new ArrayList<>());
         private final AtomicBoolean running = new AtomicBoolean(true);
@@ -262,6 +264,7 @@ class AutopilotProcessIT {
                             HttpResponse<String> response = call("PUT", port, "/v1/kv/" + key, key);
                             if (response.statusCode() == 200 && response.body().trim().equals("true")) {
                                 acked.put(key, key);
+                                ackTimes.add(System.nanoTime());
                                 acknowledged.incrementAndGet();
                             } else {
                                 failed.incrementAndGet();
@@ -368,7 +371,7 @@ class AutopilotProcessIT {
         }
     }
 
-    private static String leaderLog(Node leader) throws Exception {
+    static String leaderLog(Node leader) throws Exception {
         return leader.process.output();
     }
 

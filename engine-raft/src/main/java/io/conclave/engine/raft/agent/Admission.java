@@ -37,21 +37,25 @@ final class Admission {
     private final Membership membership;
     private final String selfId;
     private final String datacenter;
-    private final GrpcRaftTransport transport;
+    private final java.util.function.Supplier<String> clusterId;
+    private final java.util.function.Consumer<String> adopt;
     private final BooleanSupplier hasRaftState;
     private final Runnable admitted;
     private volatile RaftNode node;
 
     /**
-     * @param admitted called once this server took a cluster ID from a leader (it stops bootstrapping)
+     * @param clusterId    this server's cluster ID, or {@code null}
+     * @param adopt        takes the cluster ID a leader handed over (the transport then accepts that cluster's traffic)
+     * @param admitted     called once this server took a cluster ID from a leader (it stops bootstrapping)
      */
-    Admission(GrpcClient client, Membership membership, String selfId, String datacenter, GrpcRaftTransport transport,
-              BooleanSupplier hasRaftState, Runnable admitted) {
+    Admission(GrpcClient client, Membership membership, String selfId, String datacenter, java.util.function.Supplier<String> clusterId,
+              java.util.function.Consumer<String> adopt, BooleanSupplier hasRaftState, Runnable admitted) {
         this.client = client;
         this.membership = membership;
         this.selfId = selfId;
         this.datacenter = datacenter;
-        this.transport = transport;
+        this.clusterId = clusterId;
+        this.adopt = adopt;
         this.hasRaftState = hasRaftState;
         this.admitted = admitted;
     }
@@ -67,7 +71,7 @@ final class Admission {
      * (it holds this cluster's state, or it was just handed the cluster ID); fails with the reason otherwise.
      */
     Future<Void> prepare(String id, String address) {
-        String cluster = transport.clusterId();
+        String cluster = clusterId.get();
         if (cluster == null) {
             return Future.failedFuture(new IllegalStateException("this server belongs to no cluster yet"));
         }
@@ -118,13 +122,13 @@ final class Admission {
             LOG.warn("join: refused to be admitted by {}: {}", request.getLeaderId(), refusal);
             return Future.succeededFuture(AdmitResponse.newBuilder().setOk(false).setMessage(refusal).build());
         }
-        if (request.getClusterId().equals(transport.clusterId())) {
+        if (request.getClusterId().equals(clusterId.get())) {
             return Future.succeededFuture(AdmitResponse.newBuilder().setOk(true).build()); // a repeated Admit
         }
         RaftNode current = node;
         return current.persistClusterId(Agent.CLUSTER_ID_KEY, request.getClusterId().getBytes(StandardCharsets.UTF_8))
                 .map(v -> {
-                    transport.clusterId(request.getClusterId());
+                    adopt.accept(request.getClusterId());
                     admitted.run();
                     LOG.info("join: admitted to the cluster by its leader {}; waiting to be added as a non-voter", request.getLeaderId());
                     return AdmitResponse.newBuilder().setOk(true).build();
@@ -133,16 +137,13 @@ final class Admission {
     }
 
     private String refusal(AdmitRequest request) {
-        if (node == null) {
-            return "this server is still starting";
-        }
         if (!request.getServerId().equals(selfId)) {
             return "this server is " + selfId + ", not " + request.getServerId();
         }
         if (!request.getDatacenter().equals(datacenter)) {
             return "this server is in datacenter " + datacenter + ", not " + request.getDatacenter();
         }
-        String current = transport.clusterId();
+        String current = clusterId.get();
         if (current != null) {
             return current.equals(request.getClusterId()) ? null : "this server already belongs to another cluster";
         }
@@ -155,7 +156,7 @@ final class Admission {
         for (Member member : membership.members()) {
             if (member.isServer() && member.status() == MemberStatus.ALIVE && request.getLeaderId().equals(member.tag(MemberTags.NODE_ID))
                     && datacenter.equals(member.tag(MemberTags.DATACENTER))) {
-                return null;
+                return node == null ? "this server is still starting" : null;
             }
         }
         return "membership shows no alive server " + request.getLeaderId() + " in datacenter " + datacenter;

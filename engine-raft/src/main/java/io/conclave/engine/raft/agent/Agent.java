@@ -275,8 +275,8 @@ public final class Agent implements AutoCloseable {
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
                 (configuration, clusterId) -> formCluster(configuration, clusterId, hasRaftState));
         clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax());
-        admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport, hasRaftState::get,
-                () -> bootstrapper.stop());
+        admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport::clusterId,
+                transport::clusterId, hasRaftState::get, () -> bootstrapper.stop());
         clusterRpc.admission(admission);
         int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;

@@ -581,7 +581,9 @@ public final class RaftCore {
         }
     }
 
-    private void stopLeading(String newLeader) {
+    private void stopLeading(String knownLeader) {
+        // stepping down for its transfer target's election: the target is the likely leader, the callers' best hint
+        String newLeader = knownLeader != null ? knownLeader : transferTarget;
         for (HeldProposal proposal : held) {
             outcomes.add(new ProposalOutcome.Refused(proposal.requestId(), ProposalOutcome.Reason.NOT_LEADER, newLeader));
         }

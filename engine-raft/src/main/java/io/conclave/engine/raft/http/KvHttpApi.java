@@ -255,12 +255,13 @@ public final class KvHttpApi {
      * reached — so retrying is safe; any other failure, an unknown outcome first of all, is returned at once.
      */
     private <T> Future<T> retryWhileNotApplied(java.util.function.Supplier<Future<T>> attempt, long deadline) {
+        String tried = node.status().leaderId(); // the leader this attempt goes to (or none)
         return attempt.get().recover(error -> {
             if (!certainlyNotApplied(error) || System.nanoTime() > deadline) {
                 return Future.failedFuture(error);
             }
-            return Future.<Void>future(promise -> vertx.setTimer(NO_LEADER_RETRY_MILLIS, id -> promise.complete()))
-                    .compose(v -> retryWhileNotApplied(attempt, deadline));
+            // again as soon as this server knows a leader other than the one tried (a hand-over), else after 25 ms
+            return node.leaderOtherThan(tried, NO_LEADER_RETRY_MILLIS).compose(v -> retryWhileNotApplied(attempt, deadline));
         });
     }
 

@@ -562,6 +562,29 @@ public final class RaftNode {
         return promise.future();
     }
 
+    private final List<Promise<Void>> leaderWaiters = new ArrayList<>();
+
+    /**
+     * Completes once this node knows a leader other than {@code notThis} (at once if it does already), or after
+     * {@code maxMillis}: a request refused for want of a leader is retried as soon as one is known, not on a timer.
+     */
+    public Future<Void> leaderOtherThan(String notThis, long maxMillis) {
+        Promise<Void> promise = Promise.promise();
+        context.runOnContext(v -> {
+            String leader = core.leaderId();
+            if (leader != null && !leader.equals(notThis)) {
+                promise.complete();
+                return;
+            }
+            leaderWaiters.add(promise);
+            vertx.setTimer(Math.max(1, maxMillis), id -> {
+                leaderWaiters.remove(promise);
+                promise.tryComplete();
+            });
+        });
+        return promise.future();
+    }
+
     /** Runs {@code action} on the node's context with the core, for operators and tests. */
     public <T> Future<T> onCore(java.util.function.Function<RaftCore, T> action) {
         Promise<T> promise = Promise.promise();
@@ -804,8 +827,14 @@ public final class RaftNode {
                 configurationSnapshot = core.configuration();
                 configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
             }
+            String leaderBefore = status.leaderId();
             status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
                     lastLeaderContact);
+            if (!leaderWaiters.isEmpty() && core.leaderId() != null && !core.leaderId().equals(leaderBefore)) {
+                List<Promise<Void>> waiting = new ArrayList<>(leaderWaiters);
+                leaderWaiters.clear();
+                waiting.forEach(waiter -> settle(waiter::tryComplete));
+            }
             if (core.role() != Role.LEADER) {
                 failWritesOfLostLeadership();
             }
