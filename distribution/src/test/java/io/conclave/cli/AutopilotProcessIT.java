@@ -728,6 +728,86 @@ class AutopilotProcessIT {
         }
     }
 
+    /**
+     * Rolling replacement of all five servers, one at a time: a new server joins and becomes a voter, then an old one
+     * leaves; followers first (the leader last), or the leader first. Every acknowledged write survives, and the
+     * elections are exactly the leader's leaves. The normal run does followers first; {@code -Psoak} both orders.
+     */
+    private void rollingReplacement(Path work, boolean leaderFirst) throws Exception {
+        List<Node> olds = cluster(work, 5, "");
+        List<Integer> serf = olds.stream().map(node -> node.serf).toList();
+        List<Node> members = new ArrayList<>(olds);
+        Node newest = null;
+        int leaderLeaves = 0;
+        long term = term(awaitLeader(members));
+        try (Writers writers = new Writers(2, olds.get(0).http)) { // first through an old server, then through a new one
+            writers.awaitMore(0);
+            Writers current = writers;
+            Writers second = null;
+            for (int step = 0; step < 5; step++) {
+                Node leader = awaitLeader(members);
+                Node joining = node(work, "new" + step, 0, serf, "");
+                startQuickly(work, joining);
+                members.add(joining);
+                awaitVoters(leader, members.size());
+                if (step == 0) {
+                    second = new Writers(2, joining.http); // this one stays to the end
+                    second.awaitMore(0);
+                    newest = joining;
+                }
+                Node leaderNow = leader;
+                Node leaving = leaderFirst && step == 0 && olds.contains(leader) ? leader // then old followers; an old leader last
+                        : olds.stream().filter(node -> members.contains(node) && node != leaderNow).findFirst().orElse(leader);
+                if (leaving == olds.get(0) && current != null) {
+                    current.close(); // its writers' server leaves: stop them before
+                    current.assertNoneLost(joining.http);
+                    assertEquals(0, current.failed.get(), "no failed write: " + current.failures);
+                    current = null;
+                }
+                boolean wasLeader = leaving == leader;
+                leaderLeaves += wasLeader ? 1 : 0;
+                assertEquals(200, call("PUT", leaving.http, "/v1/agent/leave", null).statusCode());
+                assertEquals(0, leaving.process.awaitExit(DEADLINE), leaving.name + " left and exited 0");
+                members.remove(leaving);
+                Node next = awaitLeader(members);
+                awaitVoters(next, members.size());
+                assertEquals(term + leaderLeaves, term(next), "after " + (step + 1) + " replacements: one election per leader leave");
+            }
+            if (current != null) {
+                current.close();
+            }
+            second.close();
+            second.assertNoneLost(newest.http);
+            writers.assertNoneLost(newest.http);
+            assertEquals(0, second.failed.get(), "no failed write: " + second.failures);
+            assertEquals(0, writers.failed.get(), "no failed write: " + writers.failures);
+            assertTrue(leaderLeaves >= 1 && leaderLeaves <= 2, "a leader left once or twice (the last old server may lead): " + leaderLeaves);
+            for (Node node : members) {
+                assertFalse(olds.contains(node), "every server replaced");
+            }
+        }
+    }
+
+    @Test
+    void when_every_server_is_replaced_one_at_a_time_followers_first_then_nothing_is_lost(@TempDir Path work) throws Exception {
+        try {
+            rollingReplacement(work, false);
+        } finally {
+            closeAll();
+        }
+    }
+
+    @Test
+    @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "it.rolling.leaderFirst", matches = "true",
+            disabledReason = "the second order runs under -Psoak (mvn -B verify -Psoak), to keep the normal run short")
+    void when_every_server_is_replaced_one_at_a_time_leader_first_then_nothing_is_lost(@TempDir Path work) throws Exception {
+        try {
+            rollingReplacement(work, true);
+        } finally {
+            closeAll();
+        }
+    }
+
     static void deleteRecursively(Path root) throws java.io.IOException {
         if (!Files.exists(root)) {
             return;

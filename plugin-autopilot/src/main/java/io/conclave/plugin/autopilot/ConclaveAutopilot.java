@@ -69,6 +69,7 @@ final class ConclaveAutopilot implements Autopilot {
     private boolean roundAgain;
     private boolean stopped;
     private boolean leading;
+    private long leadingSince;
 
     ConclaveAutopilot(Vertx vertx, Context context, NodeIdentity node, Membership membership, Promoter promoter,
                       RaftOperator operator, LongSupplier clock) {
@@ -181,6 +182,7 @@ final class ConclaveAutopilot implements Autopilot {
         }
         if (!leading) {
             leading = true;
+            leadingSince = clock.getAsLong();
             planner.reset(); // health is measured afresh in each term of leadership
             LOG.info("autopilot: this server leads; autopilot is active");
         }
@@ -193,7 +195,7 @@ final class ConclaveAutopilot implements Autopilot {
             long now = clock.getAsLong();
             List<Member> members = membership.members();
             Planner.Inputs in = new Planner.Inputs(node.nodeId(), node.datacenter(), operator.configuration(), members, result.result(),
-                    reaped, operator.autopilotSettings(), now);
+                    reaped, operator.autopilotSettings(), now, leadingSince);
             Map<String, Member> byId = Planner.serversById(members, node.datacenter());
             Map<String, ServerHealth> health = planner.health(in, byId);
             state = planner.state(in, byId, health);

@@ -27,7 +27,8 @@ import java.util.Set;
  *   <li>a server is healthy when membership shows it alive, the leader heard from it within
  *       {@code last_contact_threshold}, it is in the leader's term and at most {@code max_trailing_logs} behind;</li>
  *   <li>membership is reconciled with the configuration: a member of our datacenter that joined is added as a
- *       non-voter; one that LEFT is removed at once; one REAPED is removed; one FAILED only by the dead-server clean-up;</li>
+ *       non-voter; one that LEFT is removed at once; one REAPED is removed; one FAILED only by the dead-server clean-up,
+ *       and only once the leader too has not heard from it for {@link #confirmationMillis} (gossip alone can be wrong);</li>
  *   <li>no removal takes the voters below {@code min_quorum}, nor leaves a configuration whose alive voters are no
  *       majority of it; the clean-up removes no voter when more than (voters - 1) / 2 of them failed (Consul issues
  *       #5922, #15940: a partition looks like many deaths);</li>
@@ -56,7 +57,24 @@ final class Planner {
 
     /** What the leader sees. {@code reaped}: node IDs membership reported forgotten (and not seen since). */
     record Inputs(String selfId, String datacenter, ClusterConfiguration configuration, List<Member> members,
-                  Map<String, ServerStats> stats, Set<String> reaped, AutopilotSettings settings, long nowMillis) {
+                  Map<String, ServerStats> stats, Set<String> reaped, AutopilotSettings settings, long nowMillis,
+                  long leadingSinceMillis) {
+    }
+
+    /**
+     * How long the leader must not have heard from a server that membership reports failed before the clean-up removes
+     * it: gossip can report a live server failed (a process starting on a loaded machine misses probes); Raft's own
+     * silence confirms the death. The longer of 2 s and ten times {@code last_contact_threshold}.
+     */
+    static long confirmationMillis(AutopilotSettings settings) {
+        return Math.max(2_000, 10 * settings.lastContactThreshold().toMillis());
+    }
+
+    /** How long the leader has not heard from {@code id}: since it took office when never. */
+    private static long silenceMillis(Inputs in, String id) {
+        ServerStats stats = in.stats().get(id);
+        long sinceOffice = in.nowMillis() - in.leadingSinceMillis();
+        return stats == null || stats.lastContactMillis() < 0 ? sinceOffice : stats.lastContactMillis();
     }
 
     /** The next change (or none) and what autopilot holds back, for the log. */
@@ -179,6 +197,12 @@ final class Planner {
             for (Server server : configuration.servers()) {
                 Member member = byId.get(server.id());
                 if (server.id().equals(in.selfId()) || member == null || member.status() != MemberStatus.FAILED) {
+                    continue;
+                }
+                long silence = silenceMillis(in, server.id());
+                if (silence < confirmationMillis(in.settings())) {
+                    heldBack.add("membership reports " + name(server, member) + " failed, but the leader heard from it " + silence
+                            + " ms ago (a death is confirmed after " + confirmationMillis(in.settings()) + " ms of silence)");
                     continue;
                 }
                 if (!server.isVoter()) {

@@ -37,12 +37,19 @@ class PlannerTest {
     private final Set<String> reaped = new HashSet<>();
     private AutopilotSettings settings = AutopilotSettings.DEFAULTS;
     private long now = 1_000_000;
+    private long leadingSince = 0;
 
     /** A server of the configuration (s0 is the leader, this node), alive in membership and replicating. */
     private void server(String id, Suffrage suffrage) {
         servers.add(new Server(id, "127.0.0.1:" + (1000 + servers.size()), suffrage));
         member(id, MemberStatus.ALIVE, DC);
         stats.put(id, new ServerStats(id, id.equals("s0") ? 0 : 20, 100, 5));
+    }
+
+    /** Membership reports {@code id} failed, and the leader has not heard from it for 3 s: a confirmed death. */
+    private void dead(String id) {
+        member(id, MemberStatus.FAILED, DC);
+        stats.put(id, new ServerStats(id, 3_000, 90, 5));
     }
 
     private void member(String id, MemberStatus status, String datacenter) {
@@ -59,7 +66,7 @@ class PlannerTest {
     }
 
     private Planner.Inputs inputs() {
-        return new Planner.Inputs("s0", DC, new ClusterConfiguration(servers), members, stats, reaped, settings, now);
+        return new Planner.Inputs("s0", DC, new ClusterConfiguration(servers), members, stats, reaped, settings, now, leadingSince);
     }
 
     private Planner.Plan plan(Set<String> deferred) {
@@ -127,26 +134,26 @@ class PlannerTest {
     @Test
     void when_servers_fail_then_the_clean_up_removes_them_within_min_quorum_and_never_more_than_a_minority() {
         voters(5);
-        member("s3", MemberStatus.FAILED, DC);
-        member("s4", MemberStatus.FAILED, DC);
+        dead("s3");
+        dead("s4");
         settings = new AutopilotSettings(true, Duration.ofMillis(200), 250, 3, Duration.ofSeconds(10));
         assertEquals(new Planner.Remove("s3", "failed; dead-server clean-up"), next(), "2 of 5 failed, min_quorum 3: removed");
         servers.remove(3);
         assertEquals(new Planner.Remove("s4", "failed; dead-server clean-up"), next(), "then the other, down to 3 voters");
         servers.remove(3);
-        member("s2", MemberStatus.FAILED, DC);
+        dead("s2");
         assertNull(next(), "1 of 3 failed, but 2 voters would be below min_quorum 3");
 
         servers.clear();
         members.clear();
         voters(5);
-        member("s3", MemberStatus.FAILED, DC);
-        member("s4", MemberStatus.FAILED, DC);
+        dead("s3");
+        dead("s4");
         settings = new AutopilotSettings(true, Duration.ofMillis(200), 250, 5, Duration.ofSeconds(10));
         assertNull(next(), "min_quorum 5: nothing is removed");
 
         settings = AutopilotSettings.DEFAULTS;
-        member("s2", MemberStatus.FAILED, DC);
+        dead("s2");
         Planner.Plan plan = plan(Set.of());
         assertNull(plan.next(), "3 of 5 failed is more than (5 - 1) / 2: a partition, not deaths");
         assertTrue(plan.heldBack().get(0).contains("looks more like a partition"), plan.heldBack().toString());
@@ -154,14 +161,14 @@ class PlannerTest {
         servers.clear();
         members.clear();
         voters(4);
-        member("s2", MemberStatus.FAILED, DC);
-        member("s3", MemberStatus.FAILED, DC);
+        dead("s2");
+        dead("s3");
         assertNull(next(), "2 of 4 failed is more than (4 - 1) / 2: none removed, though the rest would hold a quorum of 3");
 
         settings = new AutopilotSettings(false, Duration.ofMillis(200), 250, 0, Duration.ofSeconds(10));
         member("s2", MemberStatus.ALIVE, DC);
         member("s3", MemberStatus.ALIVE, DC);
-        member("s1", MemberStatus.FAILED, DC);
+        dead("s1");
         assertNull(next(), "cleanup_dead_servers off: a failed server stays until an operator removes it");
     }
 
@@ -169,7 +176,7 @@ class PlannerTest {
     void when_a_non_voter_fails_or_a_server_is_reaped_then_it_is_removed() {
         voters(3);
         server("s5", Suffrage.NONVOTER);
-        member("s5", MemberStatus.FAILED, DC);
+        dead("s5");
         assertEquals("s5", next().id(), "a failed non-voter counts for no quorum");
         servers.remove(3);
         members.removeIf(member -> "s2".equals(member.tag(MemberTags.NODE_ID)));
@@ -178,6 +185,27 @@ class PlannerTest {
         assertEquals(new Planner.Remove("s2", "reaped by membership"), next());
         member("s2", MemberStatus.ALIVE, DC);
         assertNull(next(), "reaped, then alive again: kept");
+    }
+
+    @Test
+    void when_gossip_reports_a_server_failed_that_the_leader_still_hears_then_the_clean_up_waits_for_raft_to_confirm() {
+        voters(5);
+        member("s4", MemberStatus.FAILED, DC); // the leader heard from it 20 ms ago
+        Planner.Plan plan = plan(Set.of());
+        assertNull(plan.next(), "a false failure (a loaded machine misses gossip probes) removes no live server");
+        assertTrue(plan.heldBack().get(0).contains("but the leader heard from it 20 ms ago"), plan.heldBack().toString());
+        stats.put("s4", new ServerStats("s4", 1_999, 90, 5));
+        assertNull(next(), "silent for 1.999 s of 2 s");
+        stats.put("s4", new ServerStats("s4", 2_000, 90, 5));
+        assertEquals("s4", next().id(), "silent for 2 s: the death is confirmed");
+
+        stats.remove("s4"); // never heard from since this leader took office
+        leadingSince = now - 1_000;
+        assertNull(next(), "a new leader gives a server it never heard from 2 s (it may still be starting)");
+        leadingSince = now - 2_000;
+        assertEquals("s4", next().id());
+        assertEquals(2_000, Planner.confirmationMillis(AutopilotSettings.DEFAULTS));
+        assertEquals(5_000, Planner.confirmationMillis(new AutopilotSettings(true, Duration.ofMillis(500), 250, 0, Duration.ZERO)));
     }
 
     @Test
