@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the leave request, the transfer's start, the election won, the writers' server learning the new leader, the
  * removal). The server that left comes back on its data before the next run. Not part of the normal build:
  * {@code mvn -B -pl distribution -am verify -Pleave-bench -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false}
- * ({@code -Dleave.bench.runs=N}, default 10); figures in {@code distribution/target/leave-gap-benchmark.txt}.
+ * ({@code -Dleave.bench.runs=N}, default 10; {@code -Dleave.bench.warmup=S} seconds of writes first, default 30); figures
+ * in {@code distribution/target/leave-gap-benchmark.txt}.
  */
 class LeaveGapBenchmark {
 
@@ -76,6 +77,9 @@ class LeaveGapBenchmark {
             AutopilotProcessIT.Node through = nodes.get(0);
             try (AutopilotProcessIT.Writers writers = new AutopilotProcessIT.Writers(4, through.http)) {
                 writers.awaitMore(0);
+                // warm-up: cold JVMs run at a third of their settled speed for their first seconds
+                long warmupEnd = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(Integer.getInteger("leave.bench.warmup", 30));
+                AgentProcess.awaitCondition("the warm-up", java.time.Duration.ofMinutes(10), () -> System.nanoTime() > warmupEnd);
                 for (int run = 1; run <= runs; run++) {
                     AutopilotProcessIT.Node leader = cluster.awaitLeader(nodes);
                     if (leader == through) { // the writers' server stays: hand its leadership over first
