@@ -92,4 +92,54 @@ class KvStateMachineTest {
         atTwo.snapshot(direct);
         assertArrayEquals(direct.toByteArray(), written.toByteArray(), "capture and snapshot write the same bytes");
     }
+
+    @Test
+    void system_entries_stay_apart_from_the_users_keys_follow_cas_and_survive_a_snapshot() throws Exception {
+        KvStateMachine kv = new KvStateMachine();
+        List<KvEntry> told = new java.util.ArrayList<>();
+        kv.onSystemChange(told::add);
+        byte[] settings = "{\"MinQuorum\":3}".getBytes(StandardCharsets.UTF_8);
+        assertEquals("true", text(kv.apply(3, new KvCommand(KvCommand.Op.SYSTEM_PUT, "autopilot/configuration", settings, 0, 0).encode())));
+        assertEquals("false", text(kv.apply(4, new KvCommand(KvCommand.Op.SYSTEM_PUT, "autopilot/configuration", settings, 0, 0).encode())),
+                "cas 0: only while none was set");
+        assertEquals("false", text(kv.apply(5, new KvCommand(KvCommand.Op.SYSTEM_PUT, "autopilot/configuration", settings, 0, 2).encode())),
+                "a stale index");
+        assertEquals("true", text(kv.apply(6, new KvCommand(KvCommand.Op.SYSTEM_PUT, "autopilot/configuration", settings, 0, 3).encode())));
+        assertNull(kv.get("autopilot/configuration"), "no user key of that name");
+        assertEquals(List.of(), kv.list(""), "nor in a listing");
+        assertEquals(2, told.size(), "the engine is told of each applied write");
+        assertEquals(3, kv.system("autopilot/configuration").createIndex());
+        assertEquals(6, kv.system("autopilot/configuration").modifyIndex());
+
+        ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
+        kv.snapshot(snapshot);
+        KvStateMachine restored = new KvStateMachine();
+        List<KvEntry> restoredTold = new java.util.ArrayList<>();
+        restored.onSystemChange(restoredTold::add);
+        restored.restore(new ByteArrayInputStream(snapshot.toByteArray()));
+        assertArrayEquals(settings, restored.system("autopilot/configuration").value());
+        assertEquals(6, restored.system("autopilot/configuration").modifyIndex());
+        assertEquals(1, restoredTold.size(), "a restored snapshot tells the engine too");
+    }
+
+    @Test
+    void a_snapshot_of_format_1_without_system_entries_is_still_read() throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        java.io.DataOutputStream data = new java.io.DataOutputStream(bytes);
+        data.writeInt(1);
+        data.writeLong(9);
+        data.writeInt(1);
+        data.writeUTF("k");
+        data.writeLong(0);
+        data.writeLong(2);
+        data.writeLong(9);
+        data.writeInt(1);
+        data.write('v');
+        data.flush();
+        KvStateMachine kv = new KvStateMachine();
+        kv.restore(new ByteArrayInputStream(bytes.toByteArray()));
+        assertEquals("v", text(kv.get("k").value()));
+        assertEquals(9, kv.index());
+        assertNull(kv.system("autopilot/configuration"));
+    }
 }
