@@ -70,7 +70,9 @@ public record Message(MessageType type, String from, String to, long term, long 
 
     /** Whether the driver may send it before the batch it came in is persisted (thesis 10.2.1). */
     public boolean sendableBeforePersist() {
-        return type == MessageType.APPEND || type == MessageType.HEARTBEAT;
+        // TimeoutNow too: it asks a voter that holds every entry of the leader to campaign, which any voter may do at
+        // any time; nothing in it depends on what this Ready persists, and a hand-over then waits for no fsync of its own
+        return type == MessageType.APPEND || type == MessageType.HEARTBEAT || type == MessageType.TIMEOUT_NOW;
     }
 
     @Override
