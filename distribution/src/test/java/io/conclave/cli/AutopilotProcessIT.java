@@ -371,6 +371,17 @@ class AutopilotProcessIT {
         }
     }
 
+    /** Waits until {@code node}'s output contains {@code text}. */
+    void awaitLog(Node node, String text) throws Exception {
+        await(node.name + " logs \"" + text + "\"", List.of(node), () -> {
+            try {
+                return node.process.output().contains(text);
+            } catch (java.io.IOException e) {
+                return false;
+            }
+        });
+    }
+
     static String leaderLog(Node leader) throws Exception {
         return leader.process.output();
     }
@@ -448,14 +459,7 @@ class AutopilotProcessIT {
             String text = Files.readString(joiner.config);
             Files.writeString(joiner.config, text.replaceFirst("\\{", "{\"node_id\": \"" + newId + "\", "));
             start(work, joiner);
-            await("the stateless server under a member's ID says why it cannot take part", List.of(joiner, leader),
-                    () -> {
-                        try {
-                            return joiner.process.output().contains("remove-peer first, or clear node_id");
-                        } catch (Exception e) {
-                            return false;
-                        }
-                    });
+            awaitLog(joiner, "remove-peer first, or clear node_id");
             assertEquals("0", new JsonObject(joiner.process.awaitGet(joiner.http, "/v1/agent/self")).getJsonObject("Stats").getJsonObject("raft").getString("last_log_index"),
                     "it took no entry under the member's ID");
             assertEquals(newId, entryOf(leader, joiner).getString("ID"), "the configuration still holds the member, untouched");
@@ -471,21 +475,9 @@ class AutopilotProcessIT {
             Files.writeString(foreign.config, Files.readString(foreign.config).replaceFirst("\"retry_join\": \\[\\]",
                     "\"retry_join\": [\"127.0.0.1:" + serf.get(0) + "\"]"));
             start(work, foreign);
-            await("the leader refuses the server of another cluster", List.of(leader, foreign), () -> {
-                try {
-                    return leaderLog(leader).contains("holds the state of another cluster: not added");
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            awaitLog(leader, "holds the state of another cluster: not added");
             assertEquals(null, entryOf(leader, foreign), "never in the configuration");
-            await("its own autopilot does not take our servers either", List.of(foreign), () -> {
-                try {
-                    return foreign.process.output().contains("holds the state of another cluster: not added");
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            awaitLog(foreign, "holds the state of another cluster: not added");
             assertEquals(1, servers(foreign).size(), "the foreign server's configuration holds only itself");
 
             for (Node node : nodes) {
@@ -550,13 +542,7 @@ class AutopilotProcessIT {
             dead2.process.close();
             await("the leader sees both dead servers failed", List.of(leader),
                     () -> memberStatus(leader, dead1.name) == 4 && memberStatus(leader, dead2.name) == 4);
-            await("autopilot says why it keeps them", List.of(leader), () -> {
-                try {
-                    return leaderLog(leader).contains("below min_quorum 5");
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            awaitLog(leader, "below min_quorum 5");
             assertEquals(5, voters(leader), "min_quorum 5: nothing is removed");
             JsonObject health = new JsonObject(call("GET", leader.http, "/v1/operator/autopilot/health", null).body());
             assertFalse(health.getBoolean("Healthy"), health.encode());
@@ -673,13 +659,7 @@ class AutopilotProcessIT {
 
             // legacy: removed, it stays up outside the configuration, never a candidate; autopilot adds it back, alive
             assertEquals(200, call("DELETE", leader.http, "/v1/operator/raft/peer?id=" + legacyId, null).statusCode());
-            await("the legacy server learns of its removal and stays up", List.of(legacy), () -> {
-                try {
-                    return legacy.process.output().contains("policy legacy decided STAY_AS_NON_MEMBER");
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            awaitLog(legacy, "policy legacy decided STAY_AS_NON_MEMBER");
             assertEquals(null, entryOf(leader, legacy), "out of the configuration: autopilot holds an operator's removal back");
             assertEquals("true", call("PUT", leader.http, "/v1/kv/after-legacy", "caught-up").body().trim(), "written while it is out");
             assertEquals("Follower", self(legacy).getJsonObject("Stats").getJsonObject("raft").getString("state"),
@@ -705,13 +685,7 @@ class AutopilotProcessIT {
             // shutdown-on-remove: removed, it stops its Raft machinery; autopilot does not add a stopped server back
             String otherId = nodeId(other);
             assertEquals(200, call("DELETE", leader.http, "/v1/operator/raft/peer?id=" + otherId, null).statusCode());
-            await("the leader says why it does not add the stopped server back", List.of(leader, other), () -> {
-                try {
-                    return leaderLog(leaderNow).contains("stopped its Raft machinery when it was removed");
-                } catch (Exception e) {
-                    return false;
-                }
-            });
+            awaitLog(leaderNow, "stopped its Raft machinery when it was removed");
             assertEquals(null, entryOf(leader, other), "not in the configuration");
             assertEquals("Shutdown", self(other).getJsonObject("Stats").getJsonObject("raft").getString("state"));
             other.process.close();
