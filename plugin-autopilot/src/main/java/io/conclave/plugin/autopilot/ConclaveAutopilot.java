@@ -37,8 +37,13 @@ final class ConclaveAutopilot implements Autopilot {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.autopilot");
     static final long INTERVAL_MILLIS = 250;
-    /** How long a server whose addition failed is left alone before it is tried again. */
-    static final long ADD_BACKOFF_MILLIS = 1_000;
+    /**
+     * How long a server whose addition failed is left alone before it is tried again: 250 ms after the first failure (a
+     * server seen in gossip before its Raft port listens), doubling with each further one, at most 5 s.
+     */
+    static long addBackoffMillis(int failures) {
+        return Math.min(5_000, 250L << Math.min(5, Math.max(0, failures - 1)));
+    }
     /**
      * How long a server removed while alive (an operator's remove-peer) is left out before autopilot adds it back, if it is
      * still alive: the operator's removal is not undone at once (Consul's reconcile runs every 60 s).
@@ -59,6 +64,8 @@ final class ConclaveAutopilot implements Autopilot {
     private final Map<String, Long> deferredUntil = new HashMap<>();
     /** Node ID -> the last failure logged for it, so that a repeated one is not logged again. */
     private final Map<String, String> lastFailure = new HashMap<>();
+    /** Node ID -> how many additions in a row failed. */
+    private final Map<String, Integer> addFailures = new HashMap<>();
     private List<String> lastHeldBack = List.of();
     private io.conclave.api.raft.ClusterConfiguration lastCommitted;
     private volatile AutopilotState state;
@@ -129,6 +136,7 @@ final class ConclaveAutopilot implements Autopilot {
             } else if (event.type() == MembershipEvent.Type.JOINED || event.type() == MembershipEvent.Type.UPDATED) {
                 reaped.remove(id);
                 deferredUntil.remove(id); // it came back or changed: try it again at once
+                addFailures.remove(id);
             }
         }
         round();
@@ -233,6 +241,7 @@ final class ConclaveAutopilot implements Autopilot {
         change.onComplete(result -> context.runOnContext(v -> {
             if (result.succeeded()) {
                 lastFailure.remove(action.id());
+                addFailures.remove(action.id());
                 String done = action instanceof Planner.Remove ? "removed" : action instanceof Planner.Add ? "added"
                         : ((Planner.SetSuffrage) action).suffrage() == Suffrage.VOTER ? "promoted" : "demoted";
                 LOG.info("autopilot: done: {} {}", done, describe(action.id()));
@@ -243,7 +252,8 @@ final class ConclaveAutopilot implements Autopilot {
                     LOG.info("autopilot: could not change {}: {}", describe(action.id()), message);
                 }
                 if (action instanceof Planner.Add) {
-                    deferredUntil.put(action.id(), clock.getAsLong() + ADD_BACKOFF_MILLIS);
+                    int failures = addFailures.merge(action.id(), 1, Integer::sum);
+                    deferredUntil.put(action.id(), clock.getAsLong() + addBackoffMillis(failures));
                 }
             }
             finish();

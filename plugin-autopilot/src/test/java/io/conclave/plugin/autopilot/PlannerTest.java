@@ -291,4 +291,13 @@ class PlannerTest {
         byId.putAll(Planner.serversById(members, DC));
         assertEquals("renamed", byId.get("s1").name());
     }
+
+    @Test
+    void when_additions_fail_in_a_row_then_the_back_off_doubles_from_250_ms_to_5_s() {
+        assertEquals(250, ConclaveAutopilot.addBackoffMillis(1));
+        assertEquals(500, ConclaveAutopilot.addBackoffMillis(2));
+        assertEquals(4_000, ConclaveAutopilot.addBackoffMillis(5));
+        assertEquals(5_000, ConclaveAutopilot.addBackoffMillis(6));
+        assertEquals(5_000, ConclaveAutopilot.addBackoffMillis(60));
+    }
 }
