@@ -38,11 +38,13 @@ class OverloadHttpTest {
         for (String id : List.of("a", "b", "c")) {
             servers.add(new Server(id, "local:" + id, Suffrage.VOTER));
         }
-        // without check-quorum the leader stays leader while cut off, so nothing commits and nothing is refused as NOT_LEADER
+        // without check-quorum the leader stays leader while cut off, so nothing commits and nothing is refused as NOT_LEADER;
+        // 100 ms ticks (elections after 1-2 s): the cut-off followers must not elect another leader on a loaded machine
+        // while the writes are sent, or the waiting writes would be replaced (seen once in a full build)
         RaftConfig config = RaftConfig.defaults().withCheckQuorum(false).withUncommittedLimits(16_384, 1 << 20);
         for (Server server : servers) {
             transport.nodes.put(server.id(), Await.result(RaftNode.start(vertx, server.id(), config, ShutdownOnRemovePolicyProvider.POLICY,
-                    new InMemoryStorage(), new KvStateMachine(), transport.from(server.id()), new RaftNode.Options(20, 1000, 100, 2, 0),
+                    new InMemoryStorage(), new KvStateMachine(), transport.from(server.id()), new RaftNode.Options(100, 1000, 100, 2, 0),
                     new ClusterConfiguration(servers))));
         }
         HttpApi http = new HttpApi();
