@@ -67,7 +67,8 @@ final class ConclaveAutopilot implements Autopilot {
     /** Node ID -> how many additions in a row failed. */
     private final Map<String, Integer> addFailures = new HashMap<>();
     private List<String> lastHeldBack = List.of();
-    private io.conclave.api.raft.ClusterConfiguration lastCommitted;
+    /** The configuration autopilot last looked at (committed, or the latest in a round): removals show against it. */
+    private io.conclave.api.raft.ClusterConfiguration lastSeen;
     private volatile AutopilotState state;
     private AutoCloseable membershipSubscription;
     private AutoCloseable raftSubscription;
@@ -143,16 +144,23 @@ final class ConclaveAutopilot implements Autopilot {
     }
 
     private void onRaft(RaftEvent event) {
-        if (event instanceof RaftEvent.ConfigurationCommitted committed) {
+        if (event instanceof RaftEvent.ConfigurationCommitted committed && !operator.isLeader()) {
+            // a leader's rounds look at the latest configuration themselves (an older committed one here would
+            // look like a removal of the server just added)
             holdBackRemovedWhileAlive(committed.configuration());
         }
         round();
     }
 
-    /** A server that left the configuration while membership shows it alive is not added back for {@link #REMOVED_HOLD_MILLIS}. */
+    /**
+     * A server that left the configuration while membership shows it alive is not added back for
+     * {@link #REMOVED_HOLD_MILLIS}. Called with each committed configuration while following and, before planning,
+     * with the latest one, which the round plans on: the round may see an operator's removal before its commit event reaches this context, and must
+     * not add the server back at once (it would then never learn of its removal, nor apply its removal policy).
+     */
     private void holdBackRemovedWhileAlive(io.conclave.api.raft.ClusterConfiguration committed) {
-        io.conclave.api.raft.ClusterConfiguration previous = lastCommitted;
-        lastCommitted = committed;
+        io.conclave.api.raft.ClusterConfiguration previous = lastSeen;
+        lastSeen = committed;
         if (previous == null) {
             return;
         }
@@ -204,6 +212,7 @@ final class ConclaveAutopilot implements Autopilot {
             List<Member> members = membership.members();
             Planner.Inputs in = new Planner.Inputs(node.nodeId(), node.datacenter(), operator.configuration(), members, result.result(),
                     reaped, operator.autopilotSettings(), now, leadingSince);
+            holdBackRemovedWhileAlive(in.configuration());
             Map<String, Member> byId = Planner.serversById(members, node.datacenter());
             Map<String, ServerHealth> health = planner.health(in, byId);
             state = planner.state(in, byId, health);
