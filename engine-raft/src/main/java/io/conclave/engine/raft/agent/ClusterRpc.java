@@ -7,6 +7,8 @@ import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.GrpcRaftTransport;
+import io.conclave.engine.raft.transport.proto.AutopilotViewRequest;
+import io.conclave.engine.raft.transport.proto.AutopilotViewResponse;
 import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
 import io.conclave.engine.raft.transport.proto.ClusterGrpcService;
 import io.conclave.engine.raft.transport.proto.ForwardRequest;
@@ -38,6 +40,8 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     private final GrpcClient client;
     private volatile RaftNode node;
     private volatile Admission admission;
+    private volatile java.util.function.Function<String, java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View>> autopilotViews =
+            view -> java.util.Optional.empty();
 
     /**
      * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
@@ -52,6 +56,11 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
 
     Future<Void> close() {
         return client.close();
+    }
+
+    /** What this server answers a follower asking for autopilot's health or state: its own view, when it leads. */
+    void autopilotViews(java.util.function.Function<String, java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View>> views) {
+        this.autopilotViews = views;
     }
 
     void node(RaftNode raftNode) {
@@ -140,6 +149,24 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
             }
 
             @Override
+            protected void autopilotView(AutopilotViewRequest request, Completable<AutopilotViewResponse> response) {
+                if (node == null || !request.getClusterId().equals(transport.clusterId())) {
+                    answer(response, AutopilotViewResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
+                    return;
+                }
+                if (!request.getView().equals("health") && !request.getView().equals("state")) {
+                    answer(response, AutopilotViewResponse.newBuilder().setOk(false)
+                            .setMessage("no autopilot view named '" + request.getView() + "': health or state").build());
+                    return;
+                }
+                java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View> view = autopilotViews.apply(request.getView());
+                answer(response, view.map(found -> AutopilotViewResponse.newBuilder().setOk(true).setStatus(found.status())
+                                .setJson(found.json()).build())
+                        .orElseGet(() -> AutopilotViewResponse.newBuilder().setOk(false)
+                                .setMessage("this server does not lead: its autopilot has no view of the cluster").build()));
+            }
+
+            @Override
             protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
@@ -218,6 +245,19 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
                 .setTargetId(targetId == null ? "" : targetId).build();
         return leader(leaderId).transferLeader(request).compose(answer -> answer.getOk()
                 ? Future.succeededFuture() : Future.failedFuture(new IllegalStateException(answer.getMessage())));
+    }
+
+    @Override
+    public Future<io.conclave.engine.raft.http.AutopilotHttpApi.View> autopilotView(String leaderId, String view) {
+        AutopilotViewRequest request = AutopilotViewRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
+                .setView(view).build();
+        try {
+            return leader(leaderId).autopilotView(request).compose(answer -> answer.getOk()
+                    ? Future.succeededFuture(new io.conclave.engine.raft.http.AutopilotHttpApi.View(answer.getStatus(), answer.getJson()))
+                    : Future.failedFuture(new IllegalStateException(answer.getMessage())));
+        } catch (RefusedException unknownAddress) {
+            return Future.failedFuture(new IllegalStateException("the leader's address is not known here"));
+        }
     }
 
     @Override

@@ -24,8 +24,9 @@ import java.util.function.Supplier;
  * Consul's autopilot endpoints: {@code GET|PUT /v1/operator/autopilot/configuration} (the settings, replicated through
  * Raft as a system entry of the state machine; the configuration file's {@code autopilot} section only seeds them),
  * {@code GET /v1/operator/autopilot/health} (429 when the cluster is not healthy, as Consul answers) and
- * {@code GET /v1/operator/autopilot/state}. Health and state are autopilot's view on the leader; a follower answers
- * 500 naming the leader to ask.
+ * {@code GET /v1/operator/autopilot/state}. Health and state are autopilot's view on the leader; a follower asks the
+ * leader for them and answers what it answered, as Consul forwards them; without a leader, or when the leader cannot be
+ * reached, it answers 500 saying so.
  */
 public final class AutopilotHttpApi {
 
@@ -37,7 +38,12 @@ public final class AutopilotHttpApi {
     private final AutopilotSettings seed;
     private final Supplier<Optional<Autopilot>> autopilot;
     private final Supplier<String> leaderAddress;
+    private final java.util.function.Function<String, io.vertx.core.Future<View>> askLeader;
     private volatile Settings current;
+
+    /** An answer of health or state: its HTTP status and JSON body (what a follower forwards as is). */
+    public record View(int status, String json) {
+    }
 
     /** The settings with the Raft indexes of the entry that set them (0 and 0 for the file's). */
     record Settings(AutopilotSettings settings, long createIndex, long modifyIndex) {
@@ -48,13 +54,16 @@ public final class AutopilotHttpApi {
      * @param seed          the configuration file's settings
      * @param autopilot     this server's autopilot, when one runs
      * @param leaderAddress the leader's Raft address, or {@code null}, to name in a follower's answer
+     * @param askLeader     a follower's way to the leader's view (health or state): fails when there is no leader or
+     *                      it cannot be reached
      */
     public AutopilotHttpApi(java.util.function.Function<KvCommand, io.vertx.core.Future<byte[]>> writer, AutopilotSettings seed, Supplier<Optional<Autopilot>> autopilot,
-                            Supplier<String> leaderAddress) {
+                            Supplier<String> leaderAddress, java.util.function.Function<String, io.vertx.core.Future<View>> askLeader) {
         this.writer = writer;
         this.seed = seed;
         this.autopilot = autopilot;
         this.leaderAddress = leaderAddress;
+        this.askLeader = askLeader;
         this.current = new Settings(seed, 0, 0);
     }
 
@@ -195,64 +204,104 @@ public final class AutopilotHttpApi {
                 .onFailure(error -> KvHttpApi.fail(request, error));
     }
 
-    private Optional<AutopilotState> leaderState(HttpServerRequest request) {
-        Optional<AutopilotState> state = autopilot.get().flatMap(Autopilot::state);
-        if (state.isEmpty()) {
-            String leader = leaderAddress.get();
-            HttpApi.error(request, 500, autopilot.get().isEmpty() ? "no autopilot runs on this server"
-                    : "autopilot's health is known on the leader" + (leader == null ? "; there is no leader now" : ": ask " + leader));
-        }
-        return state;
-    }
-
     private void health(HttpServerRequest request) {
-        leaderState(request).ifPresent(state -> {
-            JsonArray servers = new JsonArray();
-            for (AutopilotState.Server server : state.servers()) {
-                servers.add(new JsonObject()
-                        .put("ID", server.id())
-                        .put("Name", server.name())
-                        .put("Address", server.address())
-                        .put("SerfStatus", server.serfStatus())
-                        .put("Version", server.version())
-                        .put("Leader", server.leader())
-                        .put("LastContact", server.lastContactMillis() < 0 ? "never" : Durations.format(Duration.ofMillis(server.lastContactMillis())))
-                        .put("LastTerm", server.lastTerm())
-                        .put("LastIndex", server.lastIndex())
-                        .put("Healthy", server.healthy())
-                        .put("Voter", server.voter())
-                        .put("StableSince", stableSince(server)));
-            }
-            HttpApi.json(request, state.healthy() ? 200 : 429, new JsonObject().put("Healthy", state.healthy())
-                    .put("FailureTolerance", state.failureTolerance()).put("Servers", servers));
-        });
+        answer(request, "health");
     }
 
     private void state(HttpServerRequest request) {
-        leaderState(request).ifPresent(state -> {
-            JsonObject servers = new JsonObject();
-            JsonArray voters = new JsonArray();
-            for (AutopilotState.Server server : state.servers()) {
-                if (server.voter()) {
-                    voters.add(server.id());
-                }
-                servers.put(server.id(), new JsonObject()
-                        .put("ID", server.id())
-                        .put("Name", server.name())
-                        .put("Address", server.address())
-                        .put("NodeStatus", server.serfStatus())
-                        .put("Version", server.version())
-                        .put("LastContact", server.lastContactMillis() < 0 ? "never" : Durations.format(Duration.ofMillis(server.lastContactMillis())))
-                        .put("LastTerm", server.lastTerm())
-                        .put("LastIndex", server.lastIndex())
-                        .put("Healthy", server.healthy())
-                        .put("StableSince", stableSince(server))
-                        .put("Status", server.leader() ? "leader" : server.voter() ? "voter" : "non-voter")
-                        .put("Meta", new JsonObject()));
+        answer(request, "state");
+    }
+
+    /** Answers {@code view} from this server's autopilot when it leads, or from the leader's. */
+    private void answer(HttpServerRequest request, String view) {
+        Optional<View> local = localView(view);
+        if (local.isPresent()) {
+            send(request, local.get());
+            return;
+        }
+        if (autopilot.get().isEmpty()) {
+            HttpApi.error(request, 500, "no autopilot runs on this server");
+            return;
+        }
+        String leader = leaderAddress.get();
+        if (leader == null) {
+            HttpApi.error(request, 500, "autopilot's " + view + " is known on the leader, and there is no leader now");
+            return;
+        }
+        askLeader.apply(view).onComplete((answer, error) -> {
+            if (error != null) {
+                HttpApi.error(request, 500, "autopilot's " + view + " is known on the leader, which did not answer (" + leader + "): "
+                        + error.getMessage());
+            } else {
+                send(request, answer);
             }
-            HttpApi.json(request, 200, new JsonObject().put("Healthy", state.healthy()).put("FailureTolerance", state.failureTolerance())
-                    .put("Leader", state.leaderId()).put("Voters", voters).put("Servers", servers));
         });
+    }
+
+    private static void send(HttpServerRequest request, View view) {
+        HttpApi.json(request, view.status(), view.json());
+    }
+
+    /**
+     * This server's answer of {@code view} ("health" or "state"), when its autopilot has one (it leads); empty
+     * otherwise. What the leader hands a follower that asks for it. Any thread.
+     */
+    public Optional<View> localView(String view) {
+        Optional<AutopilotState> state = autopilot.get().flatMap(Autopilot::state);
+        if (state.isEmpty()) {
+            return Optional.empty();
+        }
+        return switch (view) {
+            case "health" -> Optional.of(health(state.get()));
+            case "state" -> Optional.of(state(state.get()));
+            default -> throw new IllegalArgumentException("no autopilot view named '" + view + "': health or state");
+        };
+    }
+
+    private static View health(AutopilotState state) {
+        JsonArray servers = new JsonArray();
+        for (AutopilotState.Server server : state.servers()) {
+            servers.add(new JsonObject()
+                    .put("ID", server.id())
+                    .put("Name", server.name())
+                    .put("Address", server.address())
+                    .put("SerfStatus", server.serfStatus())
+                    .put("Version", server.version())
+                    .put("Leader", server.leader())
+                    .put("LastContact", server.lastContactMillis() < 0 ? "never" : Durations.format(Duration.ofMillis(server.lastContactMillis())))
+                    .put("LastTerm", server.lastTerm())
+                    .put("LastIndex", server.lastIndex())
+                    .put("Healthy", server.healthy())
+                    .put("Voter", server.voter())
+                    .put("StableSince", stableSince(server)));
+        }
+        return new View(state.healthy() ? 200 : 429, new JsonObject().put("Healthy", state.healthy())
+                .put("FailureTolerance", state.failureTolerance()).put("Servers", servers).encodePrettily());
+    }
+
+    private static View state(AutopilotState state) {
+        JsonObject servers = new JsonObject();
+        JsonArray voters = new JsonArray();
+        for (AutopilotState.Server server : state.servers()) {
+            if (server.voter()) {
+                voters.add(server.id());
+            }
+            servers.put(server.id(), new JsonObject()
+                    .put("ID", server.id())
+                    .put("Name", server.name())
+                    .put("Address", server.address())
+                    .put("NodeStatus", server.serfStatus())
+                    .put("Version", server.version())
+                    .put("LastContact", server.lastContactMillis() < 0 ? "never" : Durations.format(Duration.ofMillis(server.lastContactMillis())))
+                    .put("LastTerm", server.lastTerm())
+                    .put("LastIndex", server.lastIndex())
+                    .put("Healthy", server.healthy())
+                    .put("StableSince", stableSince(server))
+                    .put("Status", server.leader() ? "leader" : server.voter() ? "voter" : "non-voter")
+                    .put("Meta", new JsonObject()));
+        }
+        return new View(200, new JsonObject().put("Healthy", state.healthy()).put("FailureTolerance", state.failureTolerance())
+                .put("Leader", state.leaderId()).put("Voters", voters).put("Servers", servers).encodePrettily());
     }
 
     private static String stableSince(AutopilotState.Server server) {

@@ -10,4 +10,7 @@ public interface OperatorForwarder {
 
     /** Asks the leader {@code leaderId} to hand leadership to {@code targetId} ({@code null}: its choice). */
     Future<Void> transferLeader(String leaderId, String targetId);
+
+    /** Asks the leader {@code leaderId} for autopilot's {@code view} ("health" or "state"), its HTTP answer as is. */
+    Future<AutopilotHttpApi.View> autopilotView(String leaderId, String view);
 }

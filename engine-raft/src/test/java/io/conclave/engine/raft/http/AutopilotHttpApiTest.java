@@ -5,6 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.autopilot.AutopilotState;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.engine.raft.testing.Await;
+import io.vertx.core.Vertx;
+import java.util.List;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
@@ -40,7 +45,7 @@ class AutopilotHttpApiTest {
     @Test
     void when_the_replicated_entry_arrives_then_it_replaces_the_files_settings_and_a_damaged_one_changes_nothing() {
         AutopilotSettings seed = new AutopilotSettings(true, Duration.ofMillis(200), 250, 0, Duration.ofSeconds(10));
-        AutopilotHttpApi api = new AutopilotHttpApi(command -> null, seed, Optional::empty, () -> null);
+        AutopilotHttpApi api = new AutopilotHttpApi(command -> null, seed, Optional::empty, () -> null, view -> null);
         assertEquals(seed, api.settings(), "the file seeds them");
         AutopilotSettings set = new AutopilotSettings(false, Duration.ofMillis(300), 5, 3, Duration.ZERO);
         byte[] value = AutopilotHttpApi.encode(new AutopilotHttpApi.Settings(set, 0, 0)).toString().getBytes(StandardCharsets.UTF_8);
@@ -50,5 +55,84 @@ class AutopilotHttpApiTest {
         assertEquals(set, api.settings(), "kept");
         api.systemEntry(new KvEntry("another", value, 0, 1, 1));
         assertEquals(set, api.settings(), "another system entry is not autopilot's");
+    }
+
+    /** An autopilot that runs on this server and has {@code state} (a leader's) or none (a follower's). */
+    private static io.conclave.api.autopilot.Autopilot autopilot(AutopilotState state) {
+        return new io.conclave.api.autopilot.Autopilot() {
+            @Override
+            public io.vertx.core.Future<Void> start() {
+                return io.vertx.core.Future.succeededFuture();
+            }
+
+            @Override
+            public io.vertx.core.Future<Void> stop() {
+                return io.vertx.core.Future.succeededFuture();
+            }
+
+            @Override
+            public Optional<AutopilotState> state() {
+                return Optional.ofNullable(state);
+            }
+        };
+    }
+
+    @Test
+    void when_a_follower_is_asked_for_health_or_state_then_it_answers_the_leaders_and_says_why_when_it_cannot() throws Exception {
+        AutopilotState unhealthy = new AutopilotState(false, 0, "s0", List.of(
+                new AutopilotState.Server("s0", "n0", "127.0.0.1:1", "alive", "1", true, 0, 3, 10, true, Suffrage.VOTER, 1),
+                new AutopilotState.Server("s1", "n1", "127.0.0.1:2", "failed", "1", false, 5_000, 3, 4, false, Suffrage.VOTER, 0)));
+        AutopilotHttpApi leader = new AutopilotHttpApi(command -> null, AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(unhealthy)),
+                () -> "127.0.0.1:1", view -> null);
+        AutopilotHttpApi.View leaderHealth = leader.localView("health").orElseThrow();
+        assertEquals(429, leaderHealth.status(), "not healthy: 429, as Consul answers");
+
+        List<String> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<String> leaderAddress = new java.util.concurrent.atomic.AtomicReference<>("127.0.0.1:1");
+        java.util.concurrent.atomic.AtomicBoolean reachable = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AutopilotHttpApi follower = new AutopilotHttpApi(command -> null, AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(null)),
+                leaderAddress::get, view -> {
+                    asked.add(view);
+                    return reachable.get() ? io.vertx.core.Future.succeededFuture(leader.localView(view).orElseThrow())
+                            : io.vertx.core.Future.failedFuture(new IllegalStateException("connection refused"));
+                });
+        assertTrue(follower.localView("health").isEmpty(), "a follower's autopilot has no view of its own");
+        Vertx vertx = Vertx.vertx();
+        HttpApi http = new HttpApi();
+        try {
+            follower.register(http);
+            int port = Await.result(http.listen(vertx, "127.0.0.1", 0));
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            java.util.function.Function<String, java.net.http.HttpResponse<String>> get = path -> {
+                try {
+                    return client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
+                            .timeout(Duration.ofSeconds(10)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            java.net.http.HttpResponse<String> health = get.apply("/v1/operator/autopilot/health");
+            assertEquals(429, health.statusCode(), "the leader's status, forwarded: " + health.body());
+            assertEquals(new JsonObject(leaderHealth.json()), new JsonObject(health.body()), "the leader's answer, as is");
+            assertEquals(2, new JsonObject(health.body()).getJsonArray("Servers").size());
+            java.net.http.HttpResponse<String> state = get.apply("/v1/operator/autopilot/state");
+            assertEquals(200, state.statusCode());
+            assertEquals("s0", new JsonObject(state.body()).getString("Leader"));
+            assertEquals(List.of("health", "state"), asked);
+
+            reachable.set(false);
+            java.net.http.HttpResponse<String> unreachable = get.apply("/v1/operator/autopilot/health");
+            assertEquals(500, unreachable.statusCode());
+            assertTrue(unreachable.body().contains("127.0.0.1:1") && unreachable.body().contains("connection refused"), unreachable.body());
+
+            leaderAddress.set(null);
+            java.net.http.HttpResponse<String> noLeader = get.apply("/v1/operator/autopilot/state");
+            assertEquals(500, noLeader.statusCode());
+            assertTrue(noLeader.body().contains("there is no leader now"), noLeader.body());
+            assertEquals(3, asked.size(), "without a leader, nobody is asked");
+        } finally {
+            Await.result(http.close());
+            Await.result(vertx.close());
+        }
     }
 }
