@@ -43,6 +43,9 @@ final class AgentProcess implements AutoCloseable {
         return start(work, List.of(), args);
     }
 
+    /** A system property of this JVM: options, separated by spaces, added to every child's. */
+    static final String EXTRA_JVM_OPTIONS = "it.child.jvm";
+
     /** With {@code jvmOptions} added to the defaults ({@code -Xmx256m}, exit on running out of memory). */
     static AgentProcess start(Path work, List<String> jvmOptions, String... args) throws IOException {
         Path home = distribution();
@@ -50,6 +53,10 @@ final class AgentProcess implements AutoCloseable {
                 "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
                 "-Dconclave.home=" + home));
         command.addAll(jvmOptions);
+        String extra = System.getProperty(EXTRA_JVM_OPTIONS, "");
+        if (!extra.isBlank()) { // a benchmark's own, for every child (a GC log, say)
+            command.addAll(List.of(extra.trim().split("\\s+")));
+        }
         command.addAll(List.of("--module-path", home.resolve("lib").toString(), "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
         command.addAll(List.of(args));
         Path output = Files.createTempFile(work, "agent", ".log");

@@ -510,9 +510,10 @@ class AutopilotProcessIT {
     }
 
     @Test
-    void when_two_of_five_servers_die_then_the_clean_up_removes_them_only_as_min_quorum_allows(@TempDir Path work) throws Exception {
+    void when_two_of_five_servers_die_then_the_clean_up_removes_them_only_as_min_quorum_allows_and_a_leave_that_would_break_quorum_fails(
+            @TempDir Path work) throws Exception {
         try {
-            List<Node> nodes = cluster(work, 5, "");
+            List<Node> nodes = cluster(work, 5, "\"leave_timeout\": \"4s\",");
             Node leader = awaitLeader(nodes);
             long term = term(leader);
             List<Node> followers = new ArrayList<>(nodes);
@@ -547,6 +548,9 @@ class AutopilotProcessIT {
             JsonObject health = new JsonObject(call("GET", leader.http, "/v1/operator/autopilot/health", null).body());
             assertFalse(health.getBoolean("Healthy"), health.encode());
             assertEquals(429, call("GET", leader.http, "/v1/operator/autopilot/health", null).statusCode(), "Consul's answer when unhealthy");
+            HttpResponse<String> forwarded = call("GET", followers.get(0).http, "/v1/operator/autopilot/health", null);
+            assertEquals(429, forwarded.statusCode(), "a follower answers the leader's health: " + forwarded.body());
+            assertEquals(5, new JsonObject(forwarded.body()).getJsonArray("Servers").size(), forwarded.body());
 
             long index = settings.getLong("ModifyIndex");
             assertEquals("true", call("PUT", leader.http, "/v1/operator/autopilot/configuration?cas=" + index, "{\"MinQuorum\": 3}")
@@ -558,6 +562,22 @@ class AutopilotProcessIT {
             assertEquals(leader, awaitLeader(List.of(leader, followers.get(0))), "a leader throughout");
             assertEquals(term, term(leader), "no election");
             assertEquals(200, call("GET", leader.http, "/v1/operator/autopilot/health", null).statusCode(), "healthy again");
+
+            // a leave that cannot complete: with one of the three voters dead, removing a live one would leave the alive
+            // voters without a quorum (and the voters below min_quorum 3): autopilot refuses, the leave times out
+            Node stays = followers.get(0);
+            Node last = followers.get(3);
+            last.process.close();
+            await("the leader sees " + last.name + " failed", List.of(leader), () -> memberStatus(leader, last.name) == 4);
+            try (AgentProcess command = AgentProcess.start(work, "leave", "-http-addr", "127.0.0.1:" + stays.http)) {
+                assertEquals(1, command.awaitExit(DEADLINE), "conclave leave: " + command.output());
+                assertTrue(command.output().contains("leave failed"), command.output());
+            }
+            assertEquals(1, stays.process.awaitExit(DEADLINE), "the agent stops with exit 1: " + stays.process.output());
+            assertTrue(stays.process.output().contains("this server stops without having left"), stays.process.output());
+            String held = leaderLog(leader);
+            assertTrue(held.contains("not removing ") && held.contains("left the cluster (leave intent)"), held);
+            assertEquals(3, voters(leader), "the server that could not leave is still in the configuration");
         } finally {
             closeAll();
         }
@@ -604,7 +624,7 @@ class AutopilotProcessIT {
             throws Exception {
         int cycles = Integer.getInteger("it.leave.cycles", 10);
         try {
-            List<Node> nodes = cluster(work, 3, "");
+            List<Node> nodes = cluster(work, 3, "\"leave_on_terminate\": true,");
             Node leader = awaitLeader(nodes);
             long term = term(leader);
             List<Node> followers = new ArrayList<>(nodes);
@@ -613,8 +633,16 @@ class AutopilotProcessIT {
             String id = nodeId(cycling);
             try (Writers writers = new Writers(2, followers.get(1).http)) {
                 for (int cycle = 1; cycle <= cycles; cycle++) {
-                    assertEquals(200, call("PUT", cycling.http, "/v1/agent/leave", null).statusCode(), "cycle " + cycle);
-                    assertEquals(0, cycling.process.awaitExit(DEADLINE), "cycle " + cycle + ": exit 0");
+                    if (cycle % 2 == 1) {
+                        assertEquals(200, call("PUT", cycling.http, "/v1/agent/leave", null).statusCode(), "cycle " + cycle);
+                        assertEquals(0, cycling.process.awaitExit(DEADLINE), "cycle " + cycle + ": exit 0");
+                    } else { // leave_on_terminate: SIGTERM is a leave, not a plain stop that autopilot would find failed
+                        cycling.process.process.destroy();
+                        cycling.process.awaitExit(DEADLINE);
+                        String log = cycling.process.output();
+                        assertTrue(log.contains("leave: announcing the leave intent")
+                                && log.contains("leave: removed from the Raft configuration"), "cycle " + cycle + ": SIGTERM left\n" + log);
+                    }
                     awaitVoters(leader, 2);
                     startQuickly(work, cycling);
                     awaitVoters(leader, 3);

@@ -292,7 +292,13 @@ public final class Agent implements AutoCloseable {
         ConclaveConfig.Autopilot seed = config.autopilot();
         autopilotApi = new AutopilotHttpApi(command -> kvApi.submit(command), new io.conclave.api.autopilot.AutopilotSettings(
                 seed.cleanupDeadServers(), seed.lastContactThreshold(), seed.maxTrailingLogs(), seed.minQuorum(),
-                seed.serverStabilizationTime()), () -> Optional.ofNullable(autopilot), this::leaderAddress);
+                seed.serverStabilizationTime()), () -> Optional.ofNullable(autopilot), this::leaderAddress,
+                view -> {
+                    String leaderId = node.status().leaderId();
+                    return leaderId == null ? io.vertx.core.Future.failedFuture(new IllegalStateException("there is no leader now"))
+                            : clusterRpc.autopilotView(leaderId, view);
+                });
+        clusterRpc.autopilotViews(autopilotApi::localView);
         KvStateMachine stateMachine = new KvStateMachine();
         stateMachine.onSystemChange(autopilotApi::systemEntry); // before the node restores a snapshot
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, stateMachine,
@@ -528,8 +534,8 @@ public final class Agent implements AutoCloseable {
      * announces the leave intent (LEFT); (4) the leader's autopilot removes this server on LEFT — with a membership
      * that cannot announce a leave (a static list), this server asks the leader itself; (5) once the removal commits,
      * the removal policy stops the Raft machinery; (6) after {@code leave_drain_time} the agent stops. A single server,
-     * or one in no configuration, just stops. Completes when the removal committed; fails after {@link #LEAVE_TIMEOUT}
-     * when it did not (no quorum, or a removal autopilot will not make), and the agent then stops with an error.
+     * or one in no configuration, just stops. Completes when the removal committed; fails after {@code leave_timeout}
+     * (default 30 s) when it did not (no quorum, or a removal autopilot will not make), and the agent then stops with an error.
      */
     public Future<Void> leave() {
         if (leaving) {
@@ -537,7 +543,7 @@ public final class Agent implements AutoCloseable {
         }
         leaving = true;
         LOG.info("leaving the cluster");
-        long deadline = System.nanoTime() + LEAVE_TIMEOUT.toNanos();
+        long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
         io.vertx.core.Promise<Void> removed = io.vertx.core.Promise.promise();
         node.subscribe(event -> {
             if (event instanceof io.conclave.engine.raft.core.CoreEvent.Removed) {
@@ -561,7 +567,7 @@ public final class Agent implements AutoCloseable {
                     askLeaderToRemove(removed, deadline);
                 } else {
                     long timer = vertx.setTimer(Math.max(1, (deadline - System.nanoTime()) / 1_000_000),
-                            id -> removed.tryFail("the leader did not remove this server within " + LEAVE_TIMEOUT.toSeconds()
+                            id -> removed.tryFail("the leader did not remove this server within " + config.leaveTimeout().toSeconds()
                                     + " s of its leave intent: it has no quorum, no autopilot, or its autopilot keeps the voters at"
                                     + " min_quorum; this server stops without having left"));
                     removed.future().onComplete(ignored -> vertx.cancelTimer(timer));
@@ -588,13 +594,11 @@ public final class Agent implements AutoCloseable {
             return Future.succeededFuture();
         }
         if (System.nanoTime() > deadline) {
-            return Future.failedFuture("leadership was not handed over within " + LEAVE_TIMEOUT.toSeconds() + " s");
+            return Future.failedFuture("leadership was not handed over within " + config.leaveTimeout().toSeconds() + " s");
         }
         return Future.<Void>future(promise -> vertx.setTimer(5, id -> promise.complete())).compose(v -> handedOver(removed, deadline));
     }
 
-    /** How long a leave may wait for its removal to commit before it gives up. */
-    static final java.time.Duration LEAVE_TIMEOUT = java.time.Duration.ofSeconds(30);
     /**
      * How long a join, force-leave or keyring change may take the membership provider before it is answered 500
      * (outcome unknown): a keyring change asks every member, as Consul's does.
@@ -608,7 +612,7 @@ public final class Agent implements AutoCloseable {
             return;
         }
         if (System.nanoTime() > deadline) {
-            removed.tryFail("the removal did not commit within " + LEAVE_TIMEOUT);
+            removed.tryFail("the removal did not commit within " + config.leaveTimeout().toSeconds() + " s");
             return;
         }
         String leader = node.status().leaderId();

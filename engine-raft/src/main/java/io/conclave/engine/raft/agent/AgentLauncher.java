@@ -79,7 +79,7 @@ public final class AgentLauncher {
                 try {
                     agent.leave();
                     agent.terminated().toCompletionStage().toCompletableFuture().get(
-                            Agent.LEAVE_TIMEOUT.plus(config.leaveDrainTime()).toSeconds() + 10, java.util.concurrent.TimeUnit.SECONDS);
+                            config.leaveTimeout().plus(config.leaveDrainTime()).toSeconds() + 10, java.util.concurrent.TimeUnit.SECONDS);
                 } catch (Exception e) {
                     err.println("conclave: the leave on terminate did not complete: " + e);
                 }

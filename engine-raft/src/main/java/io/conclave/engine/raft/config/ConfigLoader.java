@@ -31,6 +31,7 @@ public final class ConfigLoader {
     public static final int DEFAULT_SERVER_PORT = 8300;
     public static final int DEFAULT_SERF_LAN_PORT = 8301;
     public static final Duration DEFAULT_LEAVE_DRAIN_TIME = Duration.ofSeconds(5);
+    public static final Duration DEFAULT_LEAVE_TIMEOUT = Duration.ofSeconds(30);
     public static final Duration MAX_LEAVE_DRAIN_TIME = Duration.ofMinutes(10);
     public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofMillis(100);
     public static final Duration DEFAULT_ELECTION_TIMEOUT_MIN = Duration.ofMillis(1000);
@@ -197,6 +198,8 @@ public final class ConfigLoader {
         }
         Duration leaveDrainTime = json.duration("leave_drain_time", DEFAULT_LEAVE_DRAIN_TIME, Duration.ZERO, MAX_LEAVE_DRAIN_TIME);
         boolean leaveOnTerminate = json.bool("leave_on_terminate", false);
+        // how long a leave waits for its removal to commit (no quorum, or min_quorum holding it) before the agent stops with exit 1
+        Duration leaveTimeout = json.duration("leave_timeout", DEFAULT_LEAVE_TIMEOUT, Duration.ofSeconds(1), Duration.ofMinutes(10));
         ConclaveConfig.Raft raft = readRaft(json.object("raft"));
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
         ConclaveConfig.Limits limits = readLimits(json.object("limits"));
@@ -215,7 +218,7 @@ public final class ConfigLoader {
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
-                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, raft, autopilot, limits, gossipLan, encrypt, plugins,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, raft, autopilot, limits, gossipLan, encrypt, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
     }
 

@@ -38,7 +38,7 @@ class ConfigLoaderTest {
                  "data_dir": "/var/lib/conclave", "server": true, "bootstrap_expect": 3, "bind_addr": "127.0.0.1",
                  "client_addr": "127.0.0.1", "ports": {"http": 0, "server": 9300, "serf_lan": 9301},
                  "retry_join": ["127.0.0.1:9301"],
-                 "leave_drain_time": "2s", "leave_on_terminate": true,
+                 "leave_drain_time": "2s", "leave_on_terminate": true, "leave_timeout": "45s",
                  "raft": {"heartbeat_interval": "50ms", "election_timeout_min": "500ms", "election_timeout_max": "1s",
                           "snapshot_threshold": 1000, "trailing_logs": 100, "snapshot_interval": "30s"},
                  "autopilot": {"cleanup_dead_servers": false, "last_contact_threshold": "1s", "max_trailing_logs": 10,
@@ -54,6 +54,7 @@ class ConfigLoaderTest {
         assertEquals("DEBUG", config.logLevel());
         assertEquals(Duration.ofSeconds(30), config.raft().snapshotInterval());
         assertEquals(Duration.ofSeconds(3), config.autopilot().serverStabilizationTime());
+        assertEquals(Duration.ofSeconds(45), config.leaveTimeout());
     }
 
     @Test
@@ -83,6 +84,7 @@ class ConfigLoaderTest {
             "{\"data_dir\": \"/x\", \"bootstrap_expect\": 12}|bootstrap_expect|0 to 9",
             "{\"data_dir\": \"/x\", \"ports\": {\"http\": 70000}}|ports.http|0 to 65535",
             "{\"data_dir\": \"/x\", \"leave_drain_time\": \"2h\"}|leave_drain_time|0s to 10m",
+            "{\"data_dir\": \"/x\", \"leave_timeout\": \"500ms\"}|leave_timeout|1s to 10m",
             "{\"data_dir\": \"/x\", \"raft\": {\"election_timeout_min\": \"3s\"}}|raft.election_timeout_max|above raft.election_timeout_min",
             "{\"data_dir\": \"/x\", \"raft\": {\"heartbeat_interval\": \"800ms\"}}|raft.heartbeat_interval|at most half",
             "{\"data_dir\": \"/x\", \"leave_drain_time\": \"5 seconds\"}|leave_drain_time|not a duration",
