@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
 @Command(name = "conclave", mixinStandardHelpOptions = true, versionProvider = ConclaveCommand.Version.class,
         description = "Conclave: a modular Raft server with a Consul-compatible API.",
         subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, JoinCommand.class,
-                LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, BenchCommand.class})
+                LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, KvCommand.class,
+                OperatorCommand.class, InfoCommand.class, BenchCommand.class})
 public final class ConclaveCommand implements Runnable {
 
     @CommandLine.Spec
@@ -20,7 +21,8 @@ public final class ConclaveCommand implements Runnable {
 
     /** Runs the command line and returns its exit code. */
     public static int execute(String... args) {
-        return new CommandLine(new ConclaveCommand()).execute(args);
+        // @file is a value read from a file (kv put KEY @file, as Consul), not picocli's argument file
+        return new CommandLine(new ConclaveCommand()).setExpandAtFiles(false).execute(args);
     }
 
     @Override

@@ -15,9 +15,23 @@ abstract class HttpCommand {
 
     static final Duration TIMEOUT = Duration.ofSeconds(10);
 
-    @Option(names = "-http-addr", paramLabel = "ADDR", defaultValue = "${env:CONCLAVE_HTTP_ADDR:-127.0.0.1:8500}",
-            description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR or 127.0.0.1:8500).")
+    @Option(names = "-http-addr", paramLabel = "ADDR",
+            description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR, else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500).")
     String httpAddress;
+
+    /** The agent's address: {@code -http-addr}, else {@code CONCLAVE_HTTP_ADDR}, else {@code CONSUL_HTTP_ADDR}, else Consul's default. */
+    String address() {
+        if (httpAddress != null && !httpAddress.isBlank()) {
+            return httpAddress;
+        }
+        for (String variable : new String[] {"CONCLAVE_HTTP_ADDR", "CONSUL_HTTP_ADDR"}) {
+            String value = System.getenv(variable);
+            if (value != null && !value.isBlank()) {
+                return value;
+            }
+        }
+        return "127.0.0.1:8500";
+    }
 
     /**
      * What the agent answered to one request, or why it could not be asked.
@@ -72,14 +86,20 @@ abstract class HttpCommand {
 
     /** One request; never throws for an agent that cannot be reached or refuses, and prints nothing. */
     Answer exchange(String method, String path, String jsonBody, Duration timeout) {
-        String url = (httpAddress.startsWith("http") ? httpAddress : "http://" + httpAddress) + path;
+        return exchange(method, path, jsonBody == null ? null : jsonBody.getBytes(StandardCharsets.UTF_8),
+                jsonBody == null ? null : "application/json", timeout);
+    }
+
+    /** One request with {@code body} (or none) of {@code contentType}; as {@link #exchange(String, String, String, Duration)}. */
+    Answer exchange(String method, String path, byte[] body, String contentType, Duration timeout) {
+        String address = address();
+        String url = (address.startsWith("http") ? address : "http://" + address) + path;
         try {
             HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
             HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
-                    .method(method, jsonBody == null ? HttpRequest.BodyPublishers.noBody()
-                            : HttpRequest.BodyPublishers.ofString(jsonBody, StandardCharsets.UTF_8));
-            if (jsonBody != null) {
-                request.header("Content-Type", "application/json");
+                    .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
+            if (contentType != null) {
+                request.header("Content-Type", contentType);
             }
             HttpResponse<String> response = client.send(request.build(), HttpResponse.BodyHandlers.ofString());
             return new Answer(url, response.statusCode(), response.body(), null);

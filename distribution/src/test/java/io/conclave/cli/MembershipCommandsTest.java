@@ -8,9 +8,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
@@ -69,19 +66,8 @@ class MembershipCommandsTest {
     }
 
     private static Run runExactly(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream capturedOut = new ByteArrayOutputStream();
-        ByteArrayOutputStream capturedErr = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(capturedOut, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(capturedErr, true, StandardCharsets.UTF_8));
-            int code = ConclaveCommand.execute(args);
-            return new Run(code, capturedOut.toString(StandardCharsets.UTF_8), capturedErr.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
+        Cli.Run run = Cli.execute(args);
+        return new Run(run.exitCode(), run.out(), run.err());
     }
 
     // ---------------------------------------------------------------- keygen
