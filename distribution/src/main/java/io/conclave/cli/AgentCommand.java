@@ -16,8 +16,13 @@ final class AgentCommand implements Callable<Integer> {
     @Option(names = "-dev", description = "A development server: one server, temporary storage, default ports.")
     boolean dev;
 
-    @Option(names = "-config-file", paramLabel = "FILE", description = "The JSON configuration file.")
-    Path configFile;
+    @Option(names = "-config-file", paramLabel = "FILE",
+            description = "A JSON configuration file (comments allowed); repeat it to merge several, later ones winning.")
+    java.util.List<Path> configFiles = new java.util.ArrayList<>();
+
+    @Option(names = "-config-dir", paramLabel = "DIR",
+            description = "A folder whose .json files are merged in the order of their names, after the -config-file files.")
+    java.util.List<Path> configDirs = new java.util.ArrayList<>();
 
     @Option(names = "-plugins-dir", paramLabel = "DIR",
             description = "The plugins folder (default: plugins/ in the distribution).")
@@ -28,7 +33,7 @@ final class AgentCommand implements Callable<Integer> {
         Logging.configureDefaults();
         ConclaveConfig config;
         try {
-            config = AgentLauncher.loadConfig(configFile, dev);
+            config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
         } catch (ConfigException e) {
             System.err.println("conclave: configuration error: " + e.getMessage());
             return AgentLauncher.EXIT_CONFIGURATION;

@@ -22,7 +22,16 @@ public final class ConclaveCommand implements Runnable {
     /** Runs the command line and returns its exit code. */
     public static int execute(String... args) {
         // @file is a value read from a file (kv put KEY @file, as Consul), not picocli's argument file
-        return new CommandLine(new ConclaveCommand()).setExpandAtFiles(false).execute(args);
+        return new CommandLine(new ConclaveCommand()).setExpandAtFiles(false)
+                .setParameterExceptionHandler(ConclaveCommand::usageError).execute(args);
+    }
+
+    /** Bad use of the command line: one line saying what is wrong and where help is, exit code 2 (usage). */
+    private static int usageError(CommandLine.ParameterException error, String[] args) {
+        CommandLine command = error.getCommandLine();
+        String message = String.valueOf(error.getMessage()).strip().replace('\n', ' ');
+        command.getErr().println("conclave: " + message + " (see '" + command.getCommandSpec().qualifiedName() + " --help')");
+        return command.getCommandSpec().exitCodeOnInvalidInput();
     }
 
     @Override

@@ -61,6 +61,9 @@ abstract class HttpCommand {
         if (cause.getMessage() != null) {
             return cause.getMessage();
         }
+        if (cause instanceof java.net.ConnectException || cause instanceof java.nio.channels.ClosedChannelException) {
+            return "no connection (refused or closed): is the agent running there?";
+        }
         return "no connection (" + cause.getClass().getSimpleName() + "): is the agent running there?";
     }
 

@@ -6,7 +6,24 @@ final class Logging {
     private Logging() {
     }
 
+    /**
+     * The distribution's {@code conf/logging.properties} first (when {@code conclave.home} names a distribution that has
+     * one), then these defaults for what it leaves out; a -D on the command line wins over both.
+     */
     static void configureDefaults() {
+        String home = System.getProperty("conclave.home");
+        if (home != null) {
+            java.nio.file.Path file = java.nio.file.Path.of(home, "conf", "logging.properties");
+            if (java.nio.file.Files.isRegularFile(file)) {
+                java.util.Properties properties = new java.util.Properties();
+                try (java.io.Reader reader = java.nio.file.Files.newBufferedReader(file, java.nio.charset.StandardCharsets.UTF_8)) {
+                    properties.load(reader);
+                    properties.stringPropertyNames().forEach(key -> setIfAbsent(key, properties.getProperty(key).strip()));
+                } catch (java.io.IOException | IllegalArgumentException e) {
+                    System.err.println("conclave: " + file + " was not read (" + e.getMessage() + "); logging uses its defaults");
+                }
+            }
+        }
         setIfAbsent("org.slf4j.simpleLogger.showDateTime", "true");
         setIfAbsent("org.slf4j.simpleLogger.dateTimeFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX");
         setIfAbsent("org.slf4j.simpleLogger.showThreadName", "false");

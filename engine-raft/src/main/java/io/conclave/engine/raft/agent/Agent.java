@@ -425,7 +425,8 @@ public final class Agent implements AutoCloseable {
     }
 
     private Future<Integer> startHttp() {
-        http.route(HttpMethod.GET, "/v1/agent/self", request -> HttpApi.json(request, 200, self()));
+        http.route(HttpMethod.GET, "/v1/agent/self", request -> node.coreCounters().onComplete((counters, error) ->
+                HttpApi.json(request, 200, self(error == null ? counters : java.util.Map.of()))));
         http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave()
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
@@ -445,6 +446,11 @@ public final class Agent implements AutoCloseable {
 
     /** {@code /v1/agent/self}: Consul's {@code Config} and {@code Member}, plus the active provider of every SPI. */
     JsonObject self() {
+        return self(java.util.Map.of());
+    }
+
+    /** As {@link #self()}, with the core's election counters in {@code Stats.raft} (Conclave's, beyond Consul's keys). */
+    JsonObject self(java.util.Map<String, Long> counters) {
         JsonObject plugins = new JsonObject();
         for (Spi spi : Spi.values()) {
             plugins.put(spi.key(), engaged.contains(spi) ? registry.active(spi).map(ProviderInfo::name).orElse(null) : null);
@@ -460,13 +466,20 @@ public final class Agent implements AutoCloseable {
                         .put("DevMode", config.dev()))
                 .put("Member", MembershipHttpApi.memberJson(membership.local()))
                 .put("Plugins", plugins)
-                .put("Stats", new JsonObject().put("raft", raftStats()));
+                .put("Stats", new JsonObject().put("raft", raftStats(counters)));
     }
 
     /** Consul's {@code Stats.raft}, as strings like Consul's, plus the removal policy. */
-    private JsonObject raftStats() {
+    private JsonObject raftStats(java.util.Map<String, Long> counters) {
         RaftNode.Status status = node.status();
-        return new JsonObject()
+        JsonObject stats = new JsonObject();
+        for (String[] counter : new String[][] {{"elections_started", "raft.election.started"}, {"prevotes_started", "raft.prevote.started"},
+                {"elections_won", "raft.election.won"}, {"leadership_transfers", "raft.leadership.transfer"}}) {
+            if (counters.containsKey(counter[1])) {
+                stats.put(counter[0], Long.toString(counters.get(counter[1])));
+            }
+        }
+        return stats
                 .put("state", switch (status.role()) {
                     case LEADER -> "Leader";
                     case CANDIDATE, PRE_CANDIDATE -> "Candidate";

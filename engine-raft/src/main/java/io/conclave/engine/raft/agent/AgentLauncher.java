@@ -29,10 +29,18 @@ public final class AgentLauncher {
     }
 
     /** Loads the configuration ({@code configFile}, {@code -dev}, or both: the file then overrides). */
+    /** {@code -config-file} files and {@code -config-dir} folders, merged as Consul merges them; none: {@code -dev} only. */
+    public static ConclaveConfig loadConfig(java.util.List<Path> configFiles, java.util.List<Path> configDirs, boolean dev) {
+        if (configFiles.isEmpty() && configDirs.isEmpty()) {
+            return loadConfig((Path) null, dev);
+        }
+        return ConfigLoader.loadAll(configFiles, configDirs, dev);
+    }
+
     public static ConclaveConfig loadConfig(Path configFile, boolean dev) {
         if (configFile == null) {
             if (!dev) {
-                throw new ConfigException(null, "no configuration: give -config-file <file>, or -dev for a development server");
+                throw new ConfigException(null, "no configuration: give -config-file <file> or -config-dir <folder>, or -dev for a development server");
             }
             return ConfigLoader.dev();
         }

@@ -135,22 +135,114 @@ public final class ConfigLoader {
         return parse(text, dev, file.toString());
     }
 
-    /** The {@code -dev} configuration: a single server, temporary storage, default ports. */
-    public static ConclaveConfig dev() {
-        return parse("{}", true, "-dev");
+    /**
+     * Reads {@code files}, then the {@code .json} files of each of {@code folders} in the order of their names, and merges
+     * them as Consul merges {@code -config-file} and {@code -config-dir}: objects key by key, lists appended, any other
+     * value replaced by the later file's; then validates the result. Each file must hold one JSON object.
+     */
+    public static ConclaveConfig loadAll(List<Path> files, List<Path> folders, boolean dev) {
+        List<Path> all = new java.util.ArrayList<>(files);
+        for (Path folder : folders) {
+            if (!Files.isDirectory(folder)) {
+                throw new ConfigException(null, "configuration folder " + folder + (Files.exists(folder) ? " is not a folder" : " does not exist"));
+            }
+            try (java.util.stream.Stream<Path> listed = Files.list(folder)) {
+                listed.filter(path -> path.getFileName().toString().endsWith(".json") && Files.isRegularFile(path)).sorted().forEach(all::add);
+            } catch (IOException e) {
+                throw new ConfigException(null, "cannot read configuration folder " + folder + ": " + e.getMessage());
+            }
+        }
+        if (all.size() == 1 && folders.isEmpty()) {
+            return load(all.get(0), dev);
+        }
+        JsonObject merged = new JsonObject();
+        for (Path file : all) {
+            String text;
+            try {
+                text = Files.readString(file, StandardCharsets.UTF_8);
+            } catch (NoSuchFileException e) {
+                throw new ConfigException(null, "configuration file " + file + " does not exist");
+            } catch (IOException e) {
+                throw new ConfigException(null, "cannot read configuration file " + file + ": " + e.getMessage());
+            }
+            merge(merged, object(text, file.toString()));
+        }
+        return read(new JsonReader(merged, ""), dev);
     }
 
-    /** Validates JSON text; {@code source} names it in messages. */
-    public static ConclaveConfig parse(String text, boolean dev, String source) {
-        JsonObject root;
+    /** Merges {@code later} into {@code into}: objects key by key, lists appended, other values replaced. */
+    static void merge(JsonObject into, JsonObject later) {
+        for (String key : later.fieldNames()) {
+            Object value = later.getValue(key);
+            Object existing = into.getValue(key);
+            if (value instanceof JsonObject object && existing instanceof JsonObject current) {
+                merge(current, object);
+            } else if (value instanceof io.vertx.core.json.JsonArray array && existing instanceof io.vertx.core.json.JsonArray current) {
+                current.addAll(array);
+            } else {
+                into.put(key, value instanceof JsonObject object ? object.copy() : value instanceof io.vertx.core.json.JsonArray array
+                        ? array.copy() : value);
+            }
+        }
+    }
+
+    private static JsonObject object(String text, String source) {
         try {
-            root = new JsonObject(text);
+            return new JsonObject(withoutComments(text));
         } catch (DecodeException e) {
             throw new ConfigException(null, source + " is not valid JSON: " + firstLine(e.getMessage()));
         } catch (ClassCastException e) {
             throw new ConfigException(null, source + " must hold one JSON object");
         }
-        return read(new JsonReader(root, ""), dev);
+    }
+
+    /** The {@code -dev} configuration: a single server, temporary storage, default ports. */
+    public static ConclaveConfig dev() {
+        return parse("{}", true, "-dev");
+    }
+
+    /**
+     * {@code text} with its comments blanked out: {@code //} to the end of the line and {@code /* … *}{@code /}, outside
+     * strings (a URL in a string keeps its {@code //}). Every character of a comment becomes a space and its line breaks
+     * stay, so that a parse error names the line and column it would have without them. An unterminated block comment
+     * is left as is, for the parser to refuse.
+     */
+    static String withoutComments(String text) {
+        StringBuilder out = new StringBuilder(text);
+        boolean inString = false;
+        for (int i = 0; i < out.length(); i++) {
+            char c = out.charAt(i);
+            if (inString) {
+                if (c == '\\') {
+                    i++; // the escaped character, a quote say
+                } else if (c == '"') {
+                    inString = false;
+                }
+            } else if (c == '"') {
+                inString = true;
+            } else if (c == '/' && i + 1 < out.length() && out.charAt(i + 1) == '/') {
+                while (i < out.length() && out.charAt(i) != '\n') {
+                    out.setCharAt(i++, ' ');
+                }
+            } else if (c == '/' && i + 1 < out.length() && out.charAt(i + 1) == '*') {
+                int end = out.indexOf("*/", i + 2);
+                if (end < 0) {
+                    break;
+                }
+                for (int j = i; j < end + 2; j++) {
+                    if (out.charAt(j) != '\n') {
+                        out.setCharAt(j, ' ');
+                    }
+                }
+                i = end + 1;
+            }
+        }
+        return out.toString();
+    }
+
+    /** Validates JSON text (comments allowed, see {@link #withoutComments}); {@code source} names it in messages. */
+    public static ConclaveConfig parse(String text, boolean dev, String source) {
+        return read(new JsonReader(object(text, source), ""), dev);
     }
 
     private static ConclaveConfig read(JsonReader json, boolean dev) {

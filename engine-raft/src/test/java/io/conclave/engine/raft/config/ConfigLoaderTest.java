@@ -293,4 +293,47 @@ class ConfigLoaderTest {
         assertFalse(canonical.equals(noncanonical));
         assertTrue(ConfigLoader.gossipKeyProblem(noncanonical).isPresent(), noncanonical);
     }
+
+    @Test
+    void when_a_file_has_comments_then_they_are_ignored_but_slashes_in_strings_are_kept() {
+        ConclaveConfig config = ConfigLoader.parse("""
+                // a server of the example
+                {"data_dir": "/x", /* the name others see */ "node_name": "commented",
+                 "plugin_config": {"gossip": {"url": "http://a//b /* not a comment */", "quote": "a \\" // b"}}}
+                """, false, "test.json");
+        assertEquals("commented", config.nodeName());
+        assertEquals("http://a//b /* not a comment */", config.pluginSection("gossip").getString("url"));
+        assertEquals("a \" // b", config.pluginSection("gossip").getString("quote"));
+        ConfigException unterminated = rejected("{\"data_dir\": \"/x\"} /* never closed");
+        assertTrue(unterminated.getMessage().contains("is not valid JSON"), unterminated.getMessage());
+    }
+
+    @Test
+    void when_files_and_a_folder_are_given_then_they_merge_as_consul_merges_them(@org.junit.jupiter.api.io.TempDir java.nio.file.Path work)
+            throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.writeString(work.resolve("base.json"),
+                "{\"data_dir\": \"/x\", \"node_name\": \"base\", \"retry_join\": [\"127.0.0.1:1\"], \"raft\": {\"snapshot_threshold\": 500}}");
+        java.nio.file.Path folder = java.nio.file.Files.createDirectories(work.resolve("conf.d"));
+        java.nio.file.Files.writeString(folder.resolve("20-later.json"), "{\"node_name\": \"later\"}");
+        java.nio.file.Files.writeString(folder.resolve("10-first.json"),
+                "{\"node_name\": \"first\", \"retry_join\": [\"127.0.0.1:2\"], \"raft\": {\"trailing_logs\": 77}}");
+        java.nio.file.Files.writeString(folder.resolve("notes.txt"), "not a configuration");
+        ConclaveConfig config = ConfigLoader.loadAll(java.util.List.of(file), java.util.List.of(folder), false);
+        assertEquals("later", config.nodeName(), "the folder's files in name order, after -config-file: the last one wins");
+        assertEquals(java.util.List.of("127.0.0.1:1", "127.0.0.1:2"), config.retryJoin(), "lists appended");
+        assertEquals(500, config.raft().snapshotThreshold(), "objects merged key by key");
+        assertEquals(77, config.raft().trailingLogs());
+
+        ConfigException missing = assertThrows(ConfigException.class,
+                () -> ConfigLoader.loadAll(java.util.List.of(), java.util.List.of(work.resolve("absent")), false));
+        assertTrue(missing.getMessage().contains("does not exist"), missing.getMessage());
+        java.nio.file.Files.writeString(folder.resolve("30-broken.json"), "{\"node_name\": ");
+        ConfigException broken = assertThrows(ConfigException.class,
+                () -> ConfigLoader.loadAll(java.util.List.of(file), java.util.List.of(folder), false));
+        assertTrue(broken.getMessage().contains("30-broken.json is not valid JSON"), broken.getMessage());
+        java.nio.file.Files.writeString(folder.resolve("30-broken.json"), "{\"raft\": {\"trailing_logs\": -1}}");
+        ConfigException invalid = assertThrows(ConfigException.class,
+                () -> ConfigLoader.loadAll(java.util.List.of(file), java.util.List.of(folder), false));
+        assertEquals("raft.trailing_logs", invalid.key(), invalid.getMessage());
+    }
 }
