@@ -638,7 +638,7 @@ class AutopilotProcessIT {
                         assertEquals(0, cycling.process.awaitExit(DEADLINE), "cycle " + cycle + ": exit 0");
                     } else { // leave_on_terminate: SIGTERM is a leave, not a plain stop that autopilot would find failed
                         cycling.process.process.destroy();
-                        cycling.process.awaitExit(DEADLINE);
+                        assertEquals(0, cycling.process.awaitExit(DEADLINE), "cycle " + cycle + ": the leave on SIGTERM completed, exit 0");
                         String log = cycling.process.output();
                         assertTrue(log.contains("leave: announcing the leave intent")
                                 && log.contains("leave: removed from the Raft configuration"), "cycle " + cycle + ": SIGTERM left\n" + log);
@@ -654,6 +654,43 @@ class AutopilotProcessIT {
                 writers.assertNoneLost(leader.http);
             }
             assertEquals(leader, awaitLeader(nodes));
+        } finally {
+            closeAll();
+        }
+    }
+
+    @Test
+    void when_the_leader_gets_sigterm_then_it_hands_over_exits_0_and_comes_back_on_its_data_without_another_election(
+            @TempDir Path work) throws Exception {
+        try {
+            List<Node> nodes = cluster(work, 3, "");
+            Node leader = awaitLeader(nodes);
+            long term = term(leader);
+            String id = nodeId(leader);
+            List<Node> others = nodes.stream().filter(node -> node != leader).toList();
+            long[] before = electionCounts(others);
+
+            leader.process.process.destroy(); // SIGTERM, no leave_on_terminate: a stop, not a leave
+            assertEquals(0, leader.process.awaitExit(DEADLINE), "a clean stop exits 0:\n" + leader.process.output());
+            String log = leader.process.output();
+            assertTrue(log.contains("leadership handed over") && !log.contains("leaving the cluster"), log);
+            Node successor = awaitLeader(others);
+            assertEquals(term + 1, term(successor), "one election, started by TimeoutNow, not by a timeout");
+            long[] after = electionCounts(others);
+            assertEquals(before[0] + 1, after[0], "exactly one election among the others");
+            assertEquals(before[1], after[1], "no pre-vote: nobody waited out an election timeout");
+
+            start(work, leader);
+            await("the stopped server is a voter again under its ID", nodes, () -> {
+                try {
+                    JsonObject entry = entryOf(successor, leader);
+                    return entry != null && entry.getBoolean("Voter") && id.equals(nodeId(leader));
+                } catch (Exception notYet) {
+                    return false;
+                }
+            });
+            assertEquals(term + 1, term(successor), "its return cost no election");
+            assertEquals(term + 1, term(leader));
         } finally {
             closeAll();
         }

@@ -673,6 +673,34 @@ public final class Agent implements AutoCloseable {
     }
 
     /** Stops the agent: HTTP, membership, storage, Vert.x; idempotent. */
+    /**
+     * Stops the agent without leaving, as SIGTERM and SIGINT do: a leader with other voters first hands leadership to the
+     * most up-to-date one (TimeoutNow: one election, no election timeout, as etcd does on a stop) and waits, at most
+     * {@code handOver}, until it no longer leads; then {@link #stop()}. The server stays in the configuration, and
+     * restarts on its data as a member.
+     */
+    public void shutdown(java.time.Duration handOver) {
+        if (node != null && !stopped && node.status().role() == io.conclave.engine.raft.core.Role.LEADER
+                && node.configuration().voterCount() > 1) {
+            try {
+                boolean started = node.transferLeadership(null).toCompletionStage().toCompletableFuture()
+                        .get(handOver.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+                long deadline = System.nanoTime() + handOver.toNanos();
+                while (started && node.status().role() == io.conclave.engine.raft.core.Role.LEADER && System.nanoTime() < deadline) {
+                    Thread.sleep(5);
+                }
+                LOG.info(node.status().role() == io.conclave.engine.raft.core.Role.LEADER
+                        ? "stopping: leadership was not handed over within {}; the others elect a leader after their timeout"
+                        : "stopping: leadership handed over ({}) before the stop", handOver);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                LOG.info("stopping: leadership not handed over: {}", e.getMessage());
+            }
+        }
+        stop();
+    }
+
     public synchronized void stop() {
         if (stopped) {
             return;

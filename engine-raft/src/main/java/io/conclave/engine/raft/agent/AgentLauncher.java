@@ -92,8 +92,13 @@ public final class AgentLauncher {
                     err.println("conclave: the leave on terminate did not complete: " + e);
                 }
             }
-            agent.stop();
+            agent.shutdown(config.raft().electionTimeoutMax());
             stopped.countDown();
+            // a signal's stop is a clean stop: exit 0 (the JVM's own status for SIGTERM is 143), or 1 when the agent
+            // stopped by itself for a reason (its storage failed, a leave did not complete)
+            err.flush();
+            System.out.flush();
+            Runtime.getRuntime().halt(agent.failure() != null ? EXIT_FAILED : EXIT_OK);
         }, "conclave-shutdown"));
         agent.terminated().onComplete(ignored -> stopped.countDown()); // it left the cluster (exit 0), or its storage failed
         try {
