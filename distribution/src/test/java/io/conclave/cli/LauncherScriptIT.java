@@ -121,4 +121,27 @@ class LauncherScriptIT {
         assertOneLine(run(work, Map.of(), "sh", conclave, "agent", "-config-file", work.resolve("absent.json").toString()), 2,
                 "does not exist");
     }
+
+    @Test
+    void when_the_zip_is_unpacked_then_lib_holds_no_jar_that_nothing_loads_and_plugins_repeat_none_of_lib() throws Exception {
+        Path home = AgentProcess.distribution();
+        List<String> lib;
+        try (java.util.stream.Stream<Path> jars = Files.list(home.resolve("lib"))) {
+            lib = jars.map(path -> path.getFileName().toString()).sorted().toList();
+        }
+        for (String unused : List.of("jsr305", "error_prone_annotations", "j2objc-annotations", "listenablefuture")) {
+            assertTrue(lib.stream().noneMatch(jar -> jar.startsWith(unused)), unused + " is in lib/: " + lib);
+        }
+        for (String needed : List.of("guava", "failureaccess", "gson", "vertx-core", "vertx-grpc-server", "conclave-engine-raft")) {
+            assertTrue(lib.stream().anyMatch(jar -> jar.startsWith(needed)), needed + " is missing from lib/: " + lib);
+        }
+        try (java.util.stream.Stream<Path> plugins = Files.walk(home.resolve("plugins"))) {
+            for (Path jar : plugins.filter(path -> path.toString().endsWith(".jar")).toList()) {
+                assertTrue(!lib.contains(jar.getFileName().toString()), jar + " repeats a jar of lib/");
+            }
+        }
+        for (String file : List.of("README.md", "conf/server.json", "conf/dev.json", "conf/logging.properties")) {
+            assertTrue(Files.isRegularFile(home.resolve(file)), file + " is in the zip");
+        }
+    }
 }
