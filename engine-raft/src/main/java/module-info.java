@@ -14,6 +14,8 @@ module io.conclave.engine.raft {
     requires org.slf4j;
     requires org.pcollections;
     requires java.management;
+    requires micrometer.core;
+    requires micrometer.registry.prometheus;
 
     exports io.conclave.engine.raft.agent to io.conclave.cli;
     exports io.conclave.engine.raft.config to io.conclave.cli;

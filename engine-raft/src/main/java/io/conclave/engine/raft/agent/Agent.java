@@ -82,6 +82,7 @@ public final class Agent implements AutoCloseable {
     private NodeOperator operator;
     private io.conclave.api.autopilot.Autopilot autopilot;
     private AutopilotHttpApi autopilotApi;
+    private io.conclave.engine.raft.http.MetricsHttpApi metricsApi;
     private KvHttpApi kvApi;
     /** The SPIs whose chosen provider the engine called: only those are shown active (a state machine provider is not called yet). */
     private final java.util.Set<Spi> engaged = java.util.EnumSet.noneOf(Spi.class);
@@ -324,7 +325,8 @@ public final class Agent implements AutoCloseable {
         autopilotApi.register(http);
         operator = new NodeOperator(node, admission, autopilotApi::settings);
         new OperatorHttpApi(vertx, node, this::nodeName, clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
-        new MetricsHttpApi(node, blockedThreads, membership::counters).register(http);
+        metricsApi = new MetricsHttpApi(node, blockedThreads, membership::counters);
+        metricsApi.register(http);
         if (!hasRaftState.get() && transport.clusterId() != null) {
             LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");
         } else if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
@@ -709,6 +711,9 @@ public final class Agent implements AutoCloseable {
         LOG.info("agent stopping");
         try {
             await(http.close());
+            if (metricsApi != null) {
+                metricsApi.close();
+            }
             if (bootstrapper != null) {
                 bootstrapper.stop();
             }

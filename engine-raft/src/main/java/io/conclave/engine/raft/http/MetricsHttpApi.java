@@ -15,7 +15,7 @@ import java.util.function.Supplier;
 /**
  * {@code GET /v1/agent/metrics}: Consul's JSON shape ({@code Timestamp}, {@code Gauges}, {@code Counters},
  * {@code Samples}, each with {@code Name} and {@code Labels}), or the Prometheus text format with
- * {@code ?format=prometheus}. The names are DESIGN.md's ({@code raft.election.started},
+ * {@code ?format=prometheus} (through Micrometer: see {@link PrometheusMetrics}). The names are DESIGN.md's ({@code raft.election.started},
  * {@code raft.vote.refused} with a {@code reason} label, ...), then the membership provider's counters
  * ({@code gossip.packets.received}, ...), rendered as the engine's are: a name, optionally {@code |label=value}.
  */
@@ -24,6 +24,7 @@ public final class MetricsHttpApi {
     private final RaftNode node;
     private final BlockedThreadWatch blockedThreads;
     private final Supplier<Map<String, Long>> membershipCounters;
+    private PrometheusMetrics prometheus; // made at the first scrape, on the HTTP server's context
 
     /** @param membershipCounters the membership provider's counters ({@code Membership::counters}); read per request */
     public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads, Supplier<Map<String, Long>> membershipCounters) {
@@ -48,7 +49,11 @@ public final class MetricsHttpApi {
             return withProviderCounters(engine, membershipCounters.get());
         }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {
-                request.response().putHeader("Content-Type", "text/plain; version=0.0.4").end(prometheus(counters));
+                if (prometheus == null) {
+                    prometheus = new PrometheusMetrics(node.metrics());
+                }
+                request.response().putHeader("Content-Type", PrometheusMetrics.contentType())
+                        .end(prometheus.scrape(counters, node.metrics().samples()));
             } else {
                 HttpApi.json(request, 200, consul(counters));
             }
@@ -103,17 +108,6 @@ public final class MetricsHttpApi {
         });
     }
 
-    /** The Prometheus text of {@code counters}: names made of what Prometheus allows, label values escaped. */
-    static void appendPrometheusCounters(Map<String, Long> counters, StringBuilder text) {
-        counters.forEach((key, value) -> {
-            CounterKey counter = CounterKey.parse(key);
-            String name = "conclave_" + counter.name().replaceAll("[^A-Za-z0-9_:]", "_");
-            String labels = counter.labelName() == null ? "" : "{" + counter.labelName().replaceAll("[^A-Za-z0-9_]", "_")
-                    + "=\"" + counter.labelValue().replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\"}";
-            text.append(name).append(labels).append(' ').append(value).append('\n');
-        });
-    }
-
     /**
      * A counter's key: {@code name}, or {@code name|label=value}. A key of another shape (a provider's) is all name,
      * never an error: the metrics are answered whatever a plugin calls its counters.
@@ -134,16 +128,10 @@ public final class MetricsHttpApi {
         return java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
     }
 
-    private String prometheus(Map<String, Long> counters) {
-        StringBuilder text = new StringBuilder();
-        appendPrometheusCounters(counters, text);
-        text.append("conclave_raft_snapshot_count ").append(node.metrics().snapshots()).append('\n');
-        text.append("conclave_runtime_heap_used_bytes ").append(heapUsed()).append('\n');
-        node.metrics().samples().forEach((name, sample) -> {
-            String base = "conclave_" + name.replace('.', '_') + "_ms";
-            text.append(base).append("_count ").append(sample.count()).append('\n');
-            text.append(base).append("_sum ").append(sample.sum()).append('\n');
-        });
-        return text.toString();
+    /** Releases what the Prometheus view holds (its JVM listeners); the agent calls it when it stops. */
+    public void close() {
+        if (prometheus != null) {
+            prometheus.close();
+        }
     }
 }

@@ -153,8 +153,10 @@ class KvApiTest {
         assertTrue(metrics.getJsonArray("Samples").stream().map(JsonObject.class::cast)
                 .anyMatch(sample -> sample.getString("Name").equals("raft.fsync.latency") && sample.getLong("Count") > 0));
         String prometheus = call(HttpMethod.GET, "/v1/agent/metrics?format=prometheus", null).body();
-        assertTrue(prometheus.contains("conclave_raft_election_won 1"), prometheus);
-        assertTrue(prometheus.contains("conclave_raft_commit_latency_ms_count"), prometheus);
+        assertTrue(prometheus.contains("conclave_raft_election_won_total 1.0"), prometheus);
+        assertTrue(prometheus.contains("conclave_raft_commit_latency_seconds_count"), prometheus);
+        assertTrue(prometheus.contains("# TYPE conclave_raft_fsync_latency_seconds summary"), prometheus);
+        io.conclave.engine.raft.testing.PrometheusParser.parse(prometheus);
         assertEquals(400, call(HttpMethod.GET, "/v1/agent/metrics?format=xml", null).status());
     }
 

@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.vertx.core.json.JsonArray;
@@ -35,7 +36,7 @@ class MetricsHttpApiTest {
     }
 
     @Test
-    void when_membership_counters_are_rendered_then_they_are_consul_counters_and_prometheus_lines() {
+    void when_membership_counters_are_rendered_then_they_are_consul_counters() {
         Map<String, Long> all = MetricsHttpApi.withProviderCounters(engineCounters(),
                 Map.of("gossip.packets.received", 7L, "gossip.probe.failed|reason=timeout", 2L));
         JsonArray gauges = new JsonArray();
@@ -47,11 +48,6 @@ class MetricsHttpApiTest {
         assertEquals(7L, received.getLong("Sum"));
         assertEquals(new JsonObject(), received.getJsonObject("Labels"));
         assertEquals(new JsonObject().put("reason", "timeout"), find(counters, "gossip.probe.failed").getJsonObject("Labels"));
-        StringBuilder text = new StringBuilder();
-        MetricsHttpApi.appendPrometheusCounters(all, text);
-        assertTrue(text.toString().contains("conclave_gossip_packets_received 7\n"), text.toString());
-        assertTrue(text.toString().contains("conclave_gossip_probe_failed{reason=\"timeout\"} 2\n"), text.toString());
-        assertTrue(text.toString().contains("conclave_raft_vote_refused{reason=\"stale_term\"} 2\n"), text.toString());
     }
 
     @Test
@@ -60,9 +56,6 @@ class MetricsHttpApiTest {
         odd.put("gossip.bad|label", 1L);
         odd.put("gossip-dashes|peer=a\"b", 2L);
         odd.put("|=x", 3L);
-        StringBuilder text = new StringBuilder();
-        MetricsHttpApi.appendPrometheusCounters(odd, text);
-        assertEquals("conclave_gossip_bad_label 1\nconclave_gossip_dashes{peer=\"a\\\"b\"} 2\nconclave___x 3\n", text.toString());
         JsonArray counters = new JsonArray();
         MetricsHttpApi.addConsulCounters(odd, new JsonArray(), counters);
         assertEquals(3, counters.size());
@@ -72,5 +65,36 @@ class MetricsHttpApiTest {
     private static JsonObject find(JsonArray counters, String name) {
         return counters.stream().map(JsonObject.class::cast).filter(counter -> counter.getString("Name").equals(name))
                 .findFirst().orElseThrow(() -> new AssertionError(name + " in " + counters.encode()));
+    }
+
+    @Test
+    void when_prometheus_text_is_scraped_then_it_follows_prometheus_conventions_and_a_real_parser_reads_it() throws Exception {
+        io.conclave.engine.raft.runtime.NodeMetrics node = new io.conclave.engine.raft.runtime.NodeMetrics();
+        PrometheusMetrics prometheus = new PrometheusMetrics(node);
+        try {
+            Map<String, Long> counters = new LinkedHashMap<>(engineCounters());
+            counters.put("gossip.bad|label", 1L); // odd keys of a plugin: rendered, never an error
+            counters.put("gossip-dashes|peer=a\"b\nc", 2L);
+            counters.put("|=x", 3L);
+            counters.put("raft.vote.refused|other=1", 4L); // the same family with other label names: the format allows it
+            String text = prometheus.scrape(counters, Map.of());
+            assertTrue(text.contains("# TYPE conclave_raft_election_won_total counter\n"), text);
+            assertTrue(text.contains("# HELP conclave_raft_election_won_total Elections this server won.\n"), text);
+            assertTrue(text.contains("conclave_raft_election_won_total 1.0\n"), text);
+            assertTrue(text.contains("conclave_raft_vote_refused_total{reason=\"stale_term\"} 2.0\n"), text);
+            assertTrue(text.contains("# TYPE conclave_raft_term gauge\n"), text);
+            assertTrue(text.contains("peer=\"a\\\"b\\nc\""), "label values escaped: " + text);
+            assertTrue(text.contains("conclave_raft_vote_refused_total{other=\"1\"} 4.0\n"), text);
+            for (String family : List.of("jvm_memory_used_bytes", "jvm_gc_", "jvm_threads_live_threads", "process_uptime_seconds",
+                    "process_cpu_usage", "conclave_raft_snapshot_count")) {
+                assertTrue(text.contains(family), family + " in\n" + text);
+            }
+            List<String> samples = io.conclave.engine.raft.testing.PrometheusParser.parse(text);
+            assertTrue(samples.contains("counter conclave_raft_election_won conclave_raft_election_won_total 1.0"), samples.toString());
+            assertTrue(samples.stream().anyMatch(sample -> sample.startsWith("gauge jvm_memory_used_bytes ")), samples.toString());
+            assertTrue(samples.size() > 20, samples.toString());
+        } finally {
+            prometheus.close();
+        }
     }
 }
