@@ -6,8 +6,9 @@
 # Builds nothing: it unpacks distribution/target/conclave-*.zip (run `mvn -B package -DskipTests` first) into a
 # temporary folder, starts 3 servers (5 with -servers 5) on 127.0.0.1 with gossip, each with its own data folder,
 # configuration and ports (HTTP N+500+i, server N+300+i, gossip N+400+i; N is -port-base, 18000 by default), waits
-# for a leader, writes keys through one server, makes the leader leave, and prints before and after the leader, the
-# term and the elections each server started. Then it stops every server it started, by its PID (with -keep it
+# for a leader, writes keys through one server, lists the members, exports, deletes and imports the keys, makes a
+# follower and then the leader leave, and prints before and after each the leader, the term and the elections each
+# server started. Then it stops every server it started, by its PID (with -keep it
 # leaves them running and says how to stop them). Everything it made stays in the folder it names.
 set -eu
 
@@ -78,10 +79,17 @@ conclave() {
 }
 http_of() { echo $((port_base + 500 + $1)); }
 tab=$(printf '\t')
-# stat I KEY: a value of `conclave info` (Stats.raft) of server I, or "-" when it does not answer
-stat() {
-  value=$(conclave info -http-addr "127.0.0.1:$(http_of "$1")" 2>/dev/null | sed -n "s/^${tab}$2 = //p") || true
+# info I: `conclave info` of server I (empty when it does not answer); field TEXT KEY: a value of it, or "-"
+info() {
+  conclave info -http-addr "127.0.0.1:$(http_of "$1")" 2>/dev/null || true
+}
+field() {
+  value=$(printf '%s\n' "$1" | sed -n "s/^${tab}$2 = //p")
   echo "${value:--}"
+}
+# stat I KEY: one value of server I's info
+stat() {
+  field "$(info "$1")" "$2"
 }
 
 join=
@@ -143,7 +151,8 @@ show() {
   printf '  %-8s %-10s %-6s %s\n' server state term elections_started
   i=0
   while [ $i -lt "$servers" ]; do
-    printf '  %-8s %-10s %-6s %s\n' "s$i" "$(stat $i state)" "$(stat $i term)" "$(stat $i elections_started)"
+    text=$(info $i)
+    printf '  %-8s %-10s %-6s %s\n' "s$i" "$(field "$text" state)" "$(field "$text" term)" "$(field "$text" elections_started)"
     i=$((i + 1))
   done
 }
@@ -161,6 +170,42 @@ while [ $k -le 5 ]; do
 done
 echo "read back through s$leader:"
 conclave kv get -recurse -http-addr "127.0.0.1:$(http_of "$leader")" example/ | sed 's/^/  /'
+
+echo "the members, as gossip sees them:"
+conclave members -http-addr "127.0.0.1:$(http_of "$leader")" | sed 's/^/  /'
+
+echo "export, delete, import (Consul's JSON):"
+conclave kv export -http-addr "127.0.0.1:$(http_of $through)" example/ > "$work/export.json"
+conclave kv delete -recurse -http-addr "127.0.0.1:$(http_of $through)" example/ | sed 's/^/  /'
+conclave kv import -http-addr "127.0.0.1:$(http_of $through)" "@$work/export.json" | sed 's/^/  /'
+
+# elections I...: the elections the servers listed started, summed
+elections() {
+  sum=0
+  for server in "$@"; do
+    value=$(stat "$server" elections_started)
+    [ "$value" = - ] || sum=$((sum + value))
+  done
+  echo $sum
+}
+
+follower=$(( (leader + 2) % servers ))
+stay=
+i=0
+while [ $i -lt "$servers" ]; do
+  [ $i -ne "$follower" ] && stay="$stay $i"
+  i=$((i + 1))
+done
+echo "before a follower's leave:"
+show
+# shellcheck disable=SC2086
+follower_elections_before=$(elections $stay)
+follower_term_before=$(stat "$leader" term)
+echo "s$follower (a follower) leaves:"
+conclave leave -http-addr "127.0.0.1:$(http_of "$follower")" | sed 's/^/  /'
+sleep 1
+# shellcheck disable=SC2086
+echo "a follower's leave: the term was $follower_term_before and is $(stat "$leader" term); elections started by the others: $follower_elections_before before, $(elections $stay) after"
 
 echo "before the leader's leave:"
 show

@@ -15,9 +15,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The README's run command, {@code examples/cluster/run.sh}, as a newcomer runs it after the build: 3 servers from the
- * zip, keys written, the leader leaves with exactly one election and no campaign of its own, every key still there,
- * and every server it started stopped.
+ * The README's run command, {@code examples/cluster/run.sh}, as a newcomer runs it after the build, through
+ * {@code bin/conclave} only: 3 servers from the zip with gossip, keys written and read, members listed, the keys
+ * exported, deleted and imported, a follower leaves (no term change, no election), then the leader (exactly one
+ * election, no campaign of its own), every key still there, the peers listed, and every server it started stopped.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class ExampleClusterIT {
@@ -63,6 +64,13 @@ class ExampleClusterIT {
         }
         String out = Files.readString(output, StandardCharsets.UTF_8);
         assertEquals(0, process.exitValue(), out);
+        Matcher follower = Pattern.compile("a follower's leave: the term was (\\d+) and is (\\d+); elections started by the others:"
+                + " (\\d+) before, (\\d+) after").matcher(out);
+        assertTrue(follower.find(), out);
+        assertEquals(follower.group(1), follower.group(2), "a follower's leave moves no term: " + out);
+        assertEquals(follower.group(3), follower.group(4), "and starts no election: " + out);
+        assertTrue(out.contains("Imported: example/key-5") && out.contains("Success! Deleted keys with prefix: example/"), out);
+        assertTrue(Pattern.compile("(?m)^  Node +Address +Status +Type +Build +DC$").matcher(out).find(), "members listed: " + out);
         Matcher terms = Pattern.compile("the term went from (\\d+) to (\\d+)").matcher(out);
         assertTrue(terms.find(), out);
         assertEquals(Long.parseLong(terms.group(1)) + 1, Long.parseLong(terms.group(2)), "exactly one election: " + out);
