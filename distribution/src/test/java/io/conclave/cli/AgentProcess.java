@@ -48,7 +48,11 @@ final class AgentProcess implements AutoCloseable {
 
     /** With {@code jvmOptions} added to the defaults ({@code -Xmx256m}, exit on running out of memory). */
     static AgentProcess start(Path work, List<String> jvmOptions, String... args) throws IOException {
-        Path home = distribution();
+        return startFrom(distribution(), work, jvmOptions, args);
+    }
+
+    /** As {@link #start(Path, List, String...)}, from the distribution unpacked at {@code home} (a copy, say). */
+    static AgentProcess startFrom(Path home, Path work, List<String> jvmOptions, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
                 "-Dconclave.home=" + home));
