@@ -71,6 +71,21 @@ final class KvCommand implements Runnable {
         return encoded == null ? new byte[0] : Base64.getDecoder().decode(encoded);
     }
 
+    /** The keys under {@code prefix} (up to {@code separator}, or all of them when null), one per line; the exit code. */
+    static int printKeys(HttpCommand command, String prefix, String separator) {
+        String query = "?keys" + (separator == null ? "" : "&separator=" + HttpCommand.pathSegment(separator));
+        HttpCommand.Answer answer = command.exchange("GET", keyPath(prefix) + query, null, HttpCommand.TIMEOUT);
+        if (answer.status() == 404) {
+            return 0;
+        }
+        if (!answer.ok()) {
+            System.err.println("Error querying keys under " + prefix + ": " + answer.error());
+            return 1;
+        }
+        new JsonArray(answer.body()).forEach(listed -> System.out.println(listed));
+        return 0;
+    }
+
     private static void printValue(byte[] value, boolean base64) {
         if (base64) {
             System.out.println(Base64.getEncoder().encodeToString(value));
@@ -111,16 +126,7 @@ final class KvCommand implements Runnable {
                 throw new CommandLine.ParameterException(spec.commandLine(), "a key is required (or -recurse or -keys for a prefix)");
             }
             if (keys) {
-                Answer answer = exchange("GET", keyPath(prefix) + "?keys&separator=" + HttpCommand.pathSegment(separator), null, TIMEOUT);
-                if (answer.status() == 404) {
-                    return 0;
-                }
-                if (!answer.ok()) {
-                    System.err.println("Error querying keys under " + prefix + ": " + answer.error());
-                    return 1;
-                }
-                new JsonArray(answer.body()).forEach(listed -> System.out.println(listed));
-                return 0;
+                return printKeys(this, prefix, separator);
             }
             Answer answer = exchange("GET", keyPath(prefix) + (recurse ? "?recurse" : ""), null, TIMEOUT);
             if (answer.status() == 404) {
@@ -282,17 +288,7 @@ final class KvCommand implements Runnable {
 
         @Override
         public Integer call() {
-            String path = keyPath(prefix == null ? "" : prefix) + "?keys" + (separator == null ? "" : "&separator=" + HttpCommand.pathSegment(separator));
-            Answer answer = exchange("GET", path, null, TIMEOUT);
-            if (answer.status() == 404) {
-                return 0;
-            }
-            if (!answer.ok()) {
-                System.err.println("Error listing keys: " + answer.error());
-                return 1;
-            }
-            new JsonArray(answer.body()).forEach(listed -> System.out.println(listed));
-            return 0;
+            return printKeys(this, prefix == null ? "" : prefix, separator);
         }
     }
 
