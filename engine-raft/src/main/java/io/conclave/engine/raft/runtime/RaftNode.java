@@ -1065,7 +1065,10 @@ public final class RaftNode {
         return failure.future();
     }
 
-    /** Stops timers and message handling; the storage stays open (the caller closes it). */
+    /**
+     * Stops timers and message handling, and completes once no storage call runs or is queued (a sync in progress
+     * ends normally); the storage stays open (the caller closes it).
+     */
     public Future<Void> stop() {
         Promise<Void> promise = Promise.promise();
         context.runOnContext(v -> {
@@ -1076,7 +1079,12 @@ public final class RaftNode {
             failAllWaiting("the node stopped");
             receivedSnapshots.values().forEach(this::discard);
             receivedSnapshots.clear();
-            onWorker(snapshotWorker, () -> null) // after every snapshot task queued so far
+            // Closing a worker executor interrupts the task it runs, and an interrupted FileChannel.force closes the
+            // file (ClosedByInterruptException): the stop would turn into a storage failure. So both workers are
+            // drained first — the snapshot worker, then the storage worker, after every task queued so far,
+            // including a compaction or a persist that a finished snapshot task hands on to it.
+            onWorker(snapshotWorker, () -> null)
+                    .eventually(() -> onWorker(storageWorker, () -> null))
                     .eventually(snapshotWorker::close)
                     .eventually(storageWorker::close)
                     .onComplete(ignored -> promise.complete());

@@ -39,6 +39,11 @@ class StorageFailureTest {
     static final class FailingStorage implements Storage {
         final InMemoryStorage inner = new InMemoryStorage();
         volatile boolean failing;
+        /** When set, an append waits for it (as on a slow fsync), noting in {@link #interrupted} an interrupt. */
+        volatile java.util.concurrent.CountDownLatch appendGate;
+        final java.util.concurrent.CountDownLatch appendEntered = new java.util.concurrent.CountDownLatch(1);
+        volatile boolean interrupted;
+        volatile boolean appendReturned;
 
         final List<String> calls = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -55,7 +60,24 @@ class StorageFailureTest {
                 public long firstIndex() { return log.firstIndex(); }
                 public long lastIndex() { return log.lastIndex(); }
                 public LogEntry get(long index) { return log.get(index); }
-                public void append(List<LogEntry> batch) { check(); calls.add("append"); log.append(batch); }
+                public void append(List<LogEntry> batch) {
+                    check();
+                    calls.add("append");
+                    java.util.concurrent.CountDownLatch gate = appendGate;
+                    if (gate != null) {
+                        appendEntered.countDown();
+                        try {
+                            if (!gate.await(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                                throw new StorageException("the test never opened the append gate");
+                            }
+                        } catch (InterruptedException e) {
+                            interrupted = true; // what FileChannel.force reports as ClosedByInterruptException
+                            throw new StorageException("interrupted during the append");
+                        }
+                    }
+                    log.append(batch);
+                    appendReturned = gate != null || appendReturned;
+                }
                 public void truncateSuffix(long fromIndex) { check(); log.truncateSuffix(fromIndex); }
                 public void truncatePrefix(long upToIndex) { check(); log.truncatePrefix(upToIndex); }
                 public void sync() { check(); log.sync(); }
@@ -148,5 +170,30 @@ class StorageFailureTest {
                 "a server with Raft state is never bootstrapped again");
         assertArrayEquals(new byte[] {1, 2, 3}, storage.inner.stable().get("cluster-id"), "and its cluster ID is kept");
         Await.result(node.stop());
+    }
+
+    @Test
+    void when_a_node_stops_during_a_slow_append_then_the_stop_waits_for_it_and_never_interrupts_it() throws Exception {
+        RaftNode node = startSolo(ALONE);
+        Await.leader(List.of(node));
+        java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        storage.appendGate = gate;
+        io.vertx.core.Future<byte[]> write = node.propose(put("slow"));
+        assertTrue(storage.appendEntered.await(30, java.util.concurrent.TimeUnit.SECONDS), "the write reaches the storage");
+
+        io.vertx.core.Future<Void> stopped = node.stop();
+        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(2).toNanos();
+        while (System.nanoTime() < deadline && !stopped.isComplete() && !storage.interrupted) {
+            Thread.sleep(20); // a bounded look for a wrong outcome: with the right one nothing happens until the gate opens
+        }
+        assertFalse(storage.interrupted, "the stop interrupted the storage worker in the middle of an append (a sync)");
+        assertFalse(stopped.isComplete(), "the stop completed (and the caller could close the storage) while an append ran");
+
+        gate.countDown();
+        Await.result(stopped);
+        assertTrue(storage.appendReturned, "the append ran to its end");
+        assertFalse(storage.interrupted);
+        assertFalse(node.failure().isComplete(), "a stop is not a storage failure: " + node.failure().result());
+        assertTrue(write.isComplete(), "the waiting client was answered");
     }
 }
