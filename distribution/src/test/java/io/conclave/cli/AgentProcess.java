@@ -69,6 +69,39 @@ final class AgentProcess implements AutoCloseable {
     }
 
     /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
+    /** The jar {@code examples/<folder>} built ({@code <artifact>-<version>.jar}), found from the distribution's place. */
+    static Path exampleJar(String folder, String artifact) throws IOException {
+        Path root = distribution();
+        while (root != null && !Files.isDirectory(root.resolve("examples").resolve(folder))) {
+            root = root.getParent();
+        }
+        if (root == null) {
+            throw new AssertionError("no examples/" + folder + " above " + distribution());
+        }
+        try (java.util.stream.Stream<Path> jars = Files.list(root.resolve("examples").resolve(folder).resolve("target"))) {
+            return jars.filter(path -> path.getFileName().toString().matches(java.util.regex.Pattern.quote(artifact) + "-[0-9][^-]*(-SNAPSHOT)?\\.jar"))
+                    .findFirst().orElseThrow(() -> new AssertionError("build examples/" + folder + " first (mvn -B install)"));
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new AssertionError("build examples/" + folder + " first (mvn -B install): " + e.getMessage());
+        }
+    }
+
+    /** A copy of the unpacked distribution at {@code to} (for a test that adds plugins to it); returns {@code to}. */
+    static Path copyOfDistribution(Path to) throws IOException {
+        Path from = distribution();
+        try (java.util.stream.Stream<Path> paths = Files.walk(from)) {
+            for (Path path : paths.toList()) {
+                Path target = to.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(path, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
+        return to;
+    }
+
     static List<Path> temporaryFiles(Path work) throws IOException {
         try (java.util.stream.Stream<Path> files = Files.list(work.resolve("tmp"))) {
             return files.toList();

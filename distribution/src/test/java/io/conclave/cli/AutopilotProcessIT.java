@@ -69,7 +69,7 @@ class AutopilotProcessIT {
         return node(work, name, expect, joins, extra, http, raft, AgentProcess.freePort());
     }
 
-    private Node node(Path work, String name, int expect, List<Integer> joins, String extra, int http, int raft, int serf)
+    Node node(Path work, String name, int expect, List<Integer> joins, String extra, int http, int raft, int serf)
             throws Exception {
         List<String> addresses = new ArrayList<>();
         for (int port : joins) {
@@ -89,13 +89,16 @@ class AutopilotProcessIT {
         return node;
     }
 
-    static void start(Path work, Node node) throws Exception {
-        node.process = AgentProcess.start(work, "agent", "-config-file", node.config.toString());
+    /** The unpacked distribution the servers run from: the build's, or a copy with plugins added. */
+    Path home = AgentProcess.distribution();
+
+    void start(Path work, Node node) throws Exception {
+        node.process = AgentProcess.startFrom(home, work, List.of(), "agent", "-config-file", node.config.toString());
     }
 
     /** Started with the C1 compiler only: half the start-up time on two cores, for a server restarted again and again. */
-    static void startQuickly(Path work, Node node) throws Exception {
-        node.process = AgentProcess.start(work, List.of("-XX:TieredStopAtLevel=1"), "agent", "-config-file", node.config.toString());
+    void startQuickly(Path work, Node node) throws Exception {
+        node.process = AgentProcess.startFrom(home, work, List.of("-XX:TieredStopAtLevel=1"), "agent", "-config-file", node.config.toString());
     }
 
     static List<Integer> ports(int count) throws Exception {

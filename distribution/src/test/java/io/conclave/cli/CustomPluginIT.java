@@ -7,7 +7,6 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,38 +23,12 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class CustomPluginIT {
 
-    private static Path pluginJar() throws Exception {
-        Path root = AgentProcess.distribution();
-        while (!Files.isDirectory(root.resolve("examples/custom-plugin"))) {
-            root = root.getParent();
-        }
-        try (java.util.stream.Stream<Path> jars = Files.list(root.resolve("examples/custom-plugin/target"))) {
-            return jars.filter(path -> path.getFileName().toString().matches("conclave-example-file-membership-.*\\.jar"))
-                    .findFirst().orElseThrow(() -> new AssertionError("build examples/custom-plugin first (mvn -B install)"));
-        } catch (java.nio.file.NoSuchFileException e) {
-            throw new AssertionError("build examples/custom-plugin first (mvn -B install): " + e.getMessage());
-        }
-    }
-
-    private static void copyTree(Path from, Path to) throws Exception {
-        try (java.util.stream.Stream<Path> paths = Files.walk(from)) {
-            for (Path path : paths.toList()) {
-                Path target = to.resolve(from.relativize(path).toString());
-                if (Files.isDirectory(path)) {
-                    Files.createDirectories(target);
-                } else {
-                    Files.copy(path, target, StandardCopyOption.COPY_ATTRIBUTES);
-                }
-            }
-        }
-    }
-
     @Test
     void when_the_example_plugin_is_dropped_into_plugins_then_it_is_chosen_and_three_servers_form_a_cluster_with_it(@TempDir Path work)
             throws Exception {
-        Path home = work.resolve("conclave");
-        copyTree(AgentProcess.distribution(), home);
-        Files.copy(pluginJar(), home.resolve("plugins").resolve(pluginJar().getFileName()));
+        Path home = AgentProcess.copyOfDistribution(work.resolve("conclave"));
+        Path jar = AgentProcess.exampleJar("custom-plugin", "conclave-example-file-membership");
+        Files.copy(jar, home.resolve("plugins").resolve(jar.getFileName()));
 
         int[] http = new int[3];
         int[] raft = new int[3];

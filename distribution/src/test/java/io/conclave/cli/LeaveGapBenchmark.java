@@ -177,7 +177,7 @@ class LeaveGapBenchmark {
                             gapMillis, baseline / 1_000_000, failed, termRise, phase[0], phase[1], phase[2], phase[3], phase[4],
                             phase[5], phase[6], phase[7]));
                     Files.writeString(work.resolve("run-" + run + "-leaver.log"), leaverLog);
-                    AutopilotProcessIT.start(work, leaving); // back on its data for the next run, with the JIT as in production
+                    cluster.start(work, leaving); // back on its data for the next run, with the JIT as in production
                     cluster.awaitVoters(successor, 5);
                 }
                 writers.close();

@@ -11,8 +11,11 @@ public final class MemberTags {
     public static final String RAFT_ADDRESS = "raft_addr";
     /** {@value}: the datacenter. */
     public static final String DATACENTER = "dc";
-    /** {@value}: the redundancy zone, for autopilot. */
-    public static final String ZONE = "zone";
+    /**
+     * {@value}: what prefixes each key of the configuration's {@code node_meta} ({@code "node_meta": {"zone": "a"}} is
+     * published as the tag {@code meta.zone = a}), so that operators' labels never collide with the engine's tags.
+     */
+    public static final String META_PREFIX = "meta.";
     /** {@value}: the Conclave version. */
     public static final String VERSION = "version";
     /** {@value}: the number of servers this server expects before bootstrapping. */

@@ -240,6 +240,13 @@ final class Planner {
             if (server == null || server.suffrage() == change.suffrage() || change.id().equals(in.selfId())) {
                 continue;
             }
+            if (change.suffrage() == Suffrage.NONVOTER) { // a demotion takes a vote away as a removal does: the same rules
+                String refusal = removalRefusal(in, byId, server);
+                if (refusal != null) {
+                    heldBack.add("not demoting " + name(server, byId.get(server.id())) + " as the promoter asks: " + refusal);
+                    continue;
+                }
+            }
             ServerHealth h = health.get(change.id());
             String why = change.suffrage() == Suffrage.VOTER
                     ? "healthy for " + (h == null ? 0 : h.stableSinceMillis()) + " ms (server_stabilization_time "

@@ -265,6 +265,36 @@ class PlannerTest {
     }
 
     @Test
+    void when_a_promoter_demotes_then_the_removal_rules_hold_it_back_where_a_removal_would_be_unsafe() {
+        voters(3);
+        dead("s2"); // one voter of three dead: demoting s1 would leave s0 and the dead s2, no alive quorum
+        settings = new AutopilotSettings(false, Duration.ofMillis(200), 250, 0, Duration.ofSeconds(10));
+        io.conclave.api.autopilot.Promoter demoteS1 = (configuration, health, stabilization) ->
+                List.of(new io.conclave.api.autopilot.Promoter.Change("s1", Suffrage.NONVOTER));
+        Planner.Inputs in = inputs();
+        Map<String, Member> byId = Planner.serversById(members, DC);
+        Planner.Plan plan = planner.plan(in, byId, planner.health(in, byId), demoteS1, Set.of());
+        assertNull(plan.next(), "no demotion that leaves the voters without an alive quorum");
+        assertTrue(plan.heldBack().stream().anyMatch(line -> line.startsWith("not demoting name-s1 (s1)") && line.contains("no quorum")),
+                plan.heldBack().toString());
+
+        settings = new AutopilotSettings(false, Duration.ofMillis(200), 250, 3, Duration.ofSeconds(10));
+        member("s2", MemberStatus.ALIVE, DC);
+        stats.put("s2", new ServerStats("s2", 20, 100, 5));
+        in = inputs();
+        byId = Planner.serversById(members, DC);
+        plan = planner.plan(in, byId, planner.health(in, byId), demoteS1, Set.of());
+        assertNull(plan.next(), "nor below min_quorum");
+        assertTrue(plan.heldBack().stream().anyMatch(line -> line.contains("below min_quorum 3")), plan.heldBack().toString());
+
+        settings = new AutopilotSettings(false, Duration.ofMillis(200), 250, 2, Duration.ofSeconds(10));
+        in = inputs();
+        byId = Planner.serversById(members, DC);
+        assertEquals(new Planner.SetSuffrage("s1", "127.0.0.1:1001", Suffrage.NONVOTER, "the promoter demotes it"),
+                planner.plan(in, byId, planner.health(in, byId), demoteS1, Set.of()).next(), "where it is safe, it is done");
+    }
+
+    @Test
     void when_autopilot_reports_state_then_the_failure_tolerance_counts_healthy_voters_over_a_quorum() {
         voters(5);
         Planner.Inputs in = inputs();

@@ -221,10 +221,10 @@ class SwimScenarioTest {
         SimCluster cluster = SwimSimulationTest.form(1, 6, LAN);
         for (int i = 0; i < 3; i++) {
             Map<String, String> tags = new HashMap<>(cluster.member("m3").swim.self().tags);
-            tags.put(MemberTags.ZONE, "zone-" + i);
+            tags.put((MemberTags.META_PREFIX + "zone"), "zone-" + i);
             cluster.member("m3").swim.updateTags(tags);
         }
-        assertTrue(cluster.runUntil(() -> cluster.running().stream().allMatch(m -> "zone-2".equals(m.view("m3").tags.get(MemberTags.ZONE))),
+        assertTrue(cluster.runUntil(() -> cluster.running().stream().allMatch(m -> "zone-2".equals(m.view("m3").tags.get((MemberTags.META_PREFIX + "zone")))),
                 5_000) >= 0, "the new tags did not reach every member");
         assertTrue(cluster.count(MembershipEvent.Type.UPDATED, "m3") >= 5, "no UPDATED events");
         cluster.kill("m3");

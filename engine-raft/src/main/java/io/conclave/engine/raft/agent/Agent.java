@@ -198,6 +198,7 @@ public final class Agent implements AutoCloseable {
         tags.put(MemberTags.DATACENTER, config.datacenter());
         tags.put(MemberTags.VERSION, identity.version());
         tags.put(MemberTags.BOOTSTRAP_EXPECT, Integer.toString(config.bootstrapExpect()));
+        config.nodeMeta().forEach((key, value) -> tags.put(MemberTags.META_PREFIX + key, value));
         MembershipSettings settings = new MembershipSettings(config.bindAddr(), config.ports().serfLan(), tags,
                 config.retryJoin(), config.staticServers(), config.gossipLan(), config.encrypt());
         SimplePluginContext membershipContext = contextFor(membershipProvider.name());
@@ -467,6 +468,7 @@ public final class Agent implements AutoCloseable {
                         .put("BootstrapExpect", config.bootstrapExpect())
                         .put("DevMode", config.dev()))
                 .put("Member", MembershipHttpApi.memberJson(membership.local()))
+                .put("Meta", new JsonObject(new java.util.LinkedHashMap<String, Object>(config.nodeMeta())))
                 .put("Plugins", plugins)
                 .put("Stats", new JsonObject().put("raft", raftStats(counters)));
     }

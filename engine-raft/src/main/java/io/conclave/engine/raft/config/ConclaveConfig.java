@@ -36,6 +36,7 @@ public record ConclaveConfig(
         Limits limits,
         GossipSettings gossipLan,
         Optional<String> encrypt,
+        Map<String, String> nodeMeta,
         Map<String, String> plugins,
         Map<String, JsonObject> pluginConfig,
         Optional<Path> pluginsDir,
@@ -46,6 +47,7 @@ public record ConclaveConfig(
         java.util.Objects.requireNonNull(encrypt, "encrypt");
         retryJoin = List.copyOf(retryJoin);
         staticServers = List.copyOf(staticServers);
+        nodeMeta = Map.copyOf(nodeMeta);
         plugins = Map.copyOf(plugins);
         pluginConfig = Map.copyOf(pluginConfig);
     }

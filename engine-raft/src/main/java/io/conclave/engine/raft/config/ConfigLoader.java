@@ -302,6 +302,7 @@ public final class ConfigLoader {
             throw new ConfigException(json.path("encrypt"), "value is not allowed (not shown: it is a secret): "
                     + encryptProblem.get());
         }
+        Map<String, String> nodeMeta = readNodeMeta(json);
         Map<String, String> plugins = readPlugins(json.object("plugins"));
         Map<String, JsonObject> pluginConfig = readPluginConfig(json);
         String pluginsDirText = json.string("plugins_dir", null);
@@ -310,7 +311,7 @@ public final class ConfigLoader {
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
-                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, raft, autopilot, limits, gossipLan, encrypt, plugins,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
     }
 
@@ -443,6 +444,44 @@ public final class ConfigLoader {
         }
         json.finish();
         return plugins;
+    }
+
+    /** At most this many {@code node_meta} keys: they travel in every gossip alive message, beside the engine's tags. */
+    public static final int MAX_NODE_META_KEYS = 8;
+    public static final int MAX_NODE_META_KEY_LENGTH = 64;
+    public static final int MAX_NODE_META_VALUE_BYTES = 128;
+    /** All of {@code node_meta}, keys with their prefix and values: what the gossip tags (1 KiB in all) leave room for. */
+    public static final int MAX_NODE_META_BYTES = 512;
+    private static final Pattern NODE_META_KEY = Pattern.compile("[A-Za-z0-9_-]{1," + MAX_NODE_META_KEY_LENGTH + "}");
+
+    /**
+     * {@code node_meta}, as Consul's: string keys and values that membership publishes with the node (as tags
+     * {@code meta.<key>}), for plugins such as a redundancy-zone promoter to read.
+     */
+    private static Map<String, String> readNodeMeta(JsonReader json) {
+        JsonObject raw = json.rawObject("node_meta");
+        if (raw.size() > MAX_NODE_META_KEYS) {
+            throw new ConfigException("node_meta", "has " + raw.size() + " keys: at most " + MAX_NODE_META_KEYS + " are allowed");
+        }
+        Map<String, String> meta = new java.util.TreeMap<>();
+        int total = 0;
+        for (String key : raw.fieldNames()) {
+            check(NODE_META_KEY.matcher(key).matches(), "node_meta", key,
+                    "a key of letters, digits, '_' and '-', at most " + MAX_NODE_META_KEY_LENGTH + " characters");
+            if (!(raw.getValue(key) instanceof String value)) {
+                throw new ConfigException("node_meta." + key, "value " + raw.getValue(key) + " has the wrong type: expected a string");
+            }
+            if (value.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_NODE_META_VALUE_BYTES) {
+                throw new ConfigException("node_meta." + key, "value is longer than " + MAX_NODE_META_VALUE_BYTES + " bytes");
+            }
+            meta.put(key, value);
+            total += key.length() + 5 + value.getBytes(java.nio.charset.StandardCharsets.UTF_8).length; // "meta." + key, value
+        }
+        if (total > MAX_NODE_META_BYTES) {
+            throw new ConfigException("node_meta", "holds " + total + " bytes of keys (with their 'meta.' prefix) and values: at most "
+                    + MAX_NODE_META_BYTES + " are allowed, so that a gossip message still holds the engine's own tags");
+        }
+        return meta;
     }
 
     private static Map<String, JsonObject> readPluginConfig(JsonReader json) {

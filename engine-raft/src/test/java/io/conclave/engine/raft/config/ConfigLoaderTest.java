@@ -58,6 +58,37 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_node_meta_is_set_then_it_is_read_and_bad_keys_values_or_too_many_are_refused_by_name() {
+        ConclaveConfig config = ConfigLoader.parse("{\"data_dir\": \"/x\", \"node_meta\": {\"zone\": \"a\", \"rack-7\": \"r_7\"}}",
+                false, "test.json");
+        assertEquals(java.util.Map.of("zone", "a", "rack-7", "r_7"), config.nodeMeta());
+        assertEquals(java.util.Map.of(), ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").nodeMeta());
+
+        ConfigException key = rejected("{\"data_dir\": \"/x\", \"node_meta\": {\"a zone\": \"a\"}}");
+        assertEquals("node_meta", key.key());
+        assertTrue(key.getMessage().contains("\"a zone\" is not allowed"), key.getMessage());
+        ConfigException type = rejected("{\"data_dir\": \"/x\", \"node_meta\": {\"zone\": 3}}");
+        assertEquals("node_meta.zone", type.key());
+        assertTrue(type.getMessage().contains("expected a string"), type.getMessage());
+        ConfigException value = rejected("{\"data_dir\": \"/x\", \"node_meta\": {\"zone\": \"" + "z".repeat(129) + "\"}}");
+        assertTrue(value.getMessage().contains("longer than 128 bytes"), value.getMessage());
+        StringBuilder many = new StringBuilder("{\"data_dir\": \"/x\", \"node_meta\": {");
+        for (int i = 0; i < 9; i++) {
+            many.append(i == 0 ? "" : ", ").append("\"k").append(i).append("\": \"v\"");
+        }
+        ConfigException tooMany = rejected(many.append("}}").toString());
+        assertTrue(tooMany.getMessage().contains("has 9 keys: at most 8"), tooMany.getMessage());
+        StringBuilder big = new StringBuilder("{\"data_dir\": \"/x\", \"node_meta\": {");
+        for (int i = 0; i < 5; i++) {
+            big.append(i == 0 ? "" : ", ").append("\"k").append(i).append("\": \"").append("v".repeat(100)).append('"');
+        }
+        ConfigException tooBig = rejected(big.append("}}").toString());
+        assertTrue(tooBig.getMessage().contains("holds 535 bytes"), tooBig.getMessage());
+        ConfigException notObject = rejected("{\"data_dir\": \"/x\", \"node_meta\": [\"zone\"]}");
+        assertEquals("node_meta", notObject.key());
+    }
+
+    @Test
     void when_json_is_malformed_then_error_names_the_file() {
         ConfigException error = rejected("{\"data_dir\": ");
         assertTrue(error.getMessage().contains("test.json is not valid JSON"), error.getMessage());
