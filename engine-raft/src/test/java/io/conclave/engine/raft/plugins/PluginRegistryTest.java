@@ -114,6 +114,39 @@ class PluginRegistryTest {
     }
 
     @Test
+    void when_a_plugin_brings_its_own_version_of_a_library_the_engine_has_then_it_sees_its_own_and_shares_only_the_api() throws Exception {
+        assertTrue(ModuleLayer.boot().findModule("org.pcollections").isPresent(), "the premise: the engine has org.pcollections");
+        String modulePath = PluginJarBuilder.testModulePath();
+        Path folder = Files.createDirectories(work.resolve("own/plugins/policy-own"));
+        Path lib = PluginJarBuilder.build(work, folder.resolve("pcollections-99.jar"), modulePath, Map.of(
+                "module-info.java", "module org.pcollections { exports org.pcollections; }",
+                "org/pcollections/PluginsOwn.java", "package org.pcollections; public final class PluginsOwn {"
+                        + " public static String version() { return \"the plugin's own org.pcollections\"; } }"));
+        PluginJarBuilder.build(work, folder.resolve("policy-own.jar"), lib + java.io.File.pathSeparator + modulePath,
+                PluginJarBuilder.removalPolicyPlugin("demo.policy.own", "policy-own", 300, " requires org.pcollections;\n",
+                        "org.pcollections.PluginsOwn.version()"));
+        Path slf4j = java.util.Arrays.stream(modulePath.split(java.io.File.pathSeparator)).map(Path::of)
+                .filter(path -> path.getFileName().toString().startsWith("slf4j-api")).findFirst().orElseThrow();
+        Files.copy(slf4j, folder.resolve(slf4j.getFileName())); // a copy of a shared module: not used
+
+        PluginRegistry registry = PluginRegistry.discover(work.resolve("own/plugins"), Map.of());
+        ProviderInfo info = registry.active(Spi.REMOVAL_POLICY).orElseThrow();
+        assertEquals("policy-own", info.name());
+        assertEquals("the plugin's own org.pcollections", info.provider().description(), "not the engine's org.pcollections");
+        Module own = info.provider().getClass().getModule();
+        assertTrue(own.getLayer() != ModuleLayer.boot(), "the plugin is in a layer of its own");
+        assertTrue(own.getLayer().findModule("org.pcollections").orElseThrow().getLayer() == own.getLayer(),
+                "its org.pcollections is in its layer");
+        assertTrue(own.getLayer().findModule("org.slf4j").orElseThrow().getLayer() == ModuleLayer.boot(),
+                "its copy of SLF4J is not used: the engine's is shared");
+        assertTrue(own.getLayer().findModule("io.conclave.api").orElseThrow().getLayer() == ModuleLayer.boot());
+        assertEquals(java.util.Set.of("io.conclave.api", "io.vertx.core", "org.slf4j"),
+                new java.util.TreeSet<>(PluginLayers.sharedModules(ModuleLayer.boot())).stream()
+                        .filter(name -> !name.startsWith("io.vertx.core.")).collect(java.util.stream.Collectors.toSet()),
+                "what is shared: the API, what it requires transitively, SLF4J: " + PluginLayers.sharedModules(ModuleLayer.boot()));
+    }
+
+    @Test
     void when_plugin_jar_provides_no_spi_then_error_names_it() throws Exception {
         Path jar = PluginJarBuilder.build(work, work.resolve("empty/plugins/nothing.jar"), PluginJarBuilder.testModulePath(),
                 Map.of("module-info.java", "module demo.nothing { exports demo.nothing; }",
