@@ -24,13 +24,14 @@ public final class MetricsHttpApi {
     private final RaftNode node;
     private final BlockedThreadWatch blockedThreads;
     private final Supplier<Map<String, Long>> membershipCounters;
-    private PrometheusMetrics prometheus; // made at the first scrape, on the HTTP server's context
+    private final PrometheusMetrics prometheus; // made at start: its histograms see every duration from then on
 
     /** @param membershipCounters the membership provider's counters ({@code Membership::counters}); read per request */
     public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads, Supplier<Map<String, Long>> membershipCounters) {
         this.node = node;
         this.blockedThreads = blockedThreads;
         this.membershipCounters = membershipCounters;
+        this.prometheus = new PrometheusMetrics(node.metrics());
     }
 
     public void register(HttpApi http) {
@@ -49,11 +50,8 @@ public final class MetricsHttpApi {
             return withProviderCounters(engine, membershipCounters.get());
         }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {
-                if (prometheus == null) {
-                    prometheus = new PrometheusMetrics(node.metrics());
-                }
                 request.response().putHeader("Content-Type", PrometheusMetrics.contentType())
-                        .end(prometheus.scrape(counters, node.metrics().samples()));
+                        .end(prometheus.scrape(counters));
             } else {
                 HttpApi.json(request, 200, consul(counters));
             }
@@ -130,8 +128,6 @@ public final class MetricsHttpApi {
 
     /** Releases what the Prometheus view holds (its JVM listeners); the agent calls it when it stops. */
     public void close() {
-        if (prometheus != null) {
-            prometheus.close();
-        }
+        prometheus.close();
     }
 }

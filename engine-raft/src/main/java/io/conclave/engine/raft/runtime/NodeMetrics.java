@@ -57,9 +57,23 @@ public final class NodeMetrics {
 
     private final Map<String, Sample> samples = new ConcurrentHashMap<>();
     private volatile long snapshots;
+    private volatile java.util.function.ObjLongConsumer<String> observer;
 
-    void record(String name, long nanos) {
+    /** Records one duration of {@code name}, in nanoseconds; from any thread. */
+    public void record(String name, long nanos) {
         samples.computeIfAbsent(name, key -> new Sample()).record(nanos / 1_000_000.0);
+        java.util.function.ObjLongConsumer<String> listening = observer;
+        if (listening != null) {
+            listening.accept(name, nanos);
+        }
+    }
+
+    /**
+     * Tells {@code observer} of every duration recorded from now on (its name, in nanoseconds), on the thread that
+     * records it: it must be thread-safe and quick. {@code null} stops it. One observer at a time.
+     */
+    public void observe(java.util.function.ObjLongConsumer<String> observer) {
+        this.observer = observer;
     }
 
     void snapshotTaken() {

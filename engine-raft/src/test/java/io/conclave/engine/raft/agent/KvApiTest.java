@@ -155,7 +155,7 @@ class KvApiTest {
         String prometheus = call(HttpMethod.GET, "/v1/agent/metrics?format=prometheus", null).body();
         assertTrue(prometheus.contains("conclave_raft_election_won_total 1.0"), prometheus);
         assertTrue(prometheus.contains("conclave_raft_commit_latency_seconds_count"), prometheus);
-        assertTrue(prometheus.contains("# TYPE conclave_raft_fsync_latency_seconds summary"), prometheus);
+        assertTrue(prometheus.contains("# TYPE conclave_raft_fsync_latency_seconds histogram"), prometheus);
         io.conclave.engine.raft.testing.PrometheusParser.parse(prometheus);
         assertEquals(400, call(HttpMethod.GET, "/v1/agent/metrics?format=xml", null).status());
     }

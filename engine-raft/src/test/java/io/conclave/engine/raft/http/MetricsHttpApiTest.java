@@ -77,7 +77,18 @@ class MetricsHttpApiTest {
             counters.put("gossip-dashes|peer=a\"b\nc", 2L);
             counters.put("|=x", 3L);
             counters.put("raft.vote.refused|other=1", 4L); // the same family with other label names: the format allows it
-            String text = prometheus.scrape(counters, Map.of());
+            node.record(io.conclave.engine.raft.runtime.NodeMetrics.FSYNC_LATENCY, 300_000); // 0.3 ms
+            node.record(io.conclave.engine.raft.runtime.NodeMetrics.FSYNC_LATENCY, 3_000_000);
+            node.record(io.conclave.engine.raft.runtime.NodeMetrics.FSYNC_LATENCY, 30_000_000);
+            String text = prometheus.scrape(counters);
+            assertTrue(text.contains("# TYPE conclave_raft_fsync_latency_seconds histogram\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_bucket{le=\"2.5E-4\"} 0\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_bucket{le=\"5.0E-4\"} 1\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_bucket{le=\"0.005\"} 2\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_bucket{le=\"0.05\"} 3\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_bucket{le=\"+Inf\"} 3\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_count 3\n"), text);
+            assertTrue(text.contains("conclave_raft_fsync_latency_seconds_sum 0.0333\n"), "in seconds: " + text);
             assertTrue(text.contains("# TYPE conclave_raft_election_won_total counter\n"), text);
             assertTrue(text.contains("# HELP conclave_raft_election_won_total Elections this server won.\n"), text);
             assertTrue(text.contains("conclave_raft_election_won_total 1.0\n"), text);
@@ -93,6 +104,8 @@ class MetricsHttpApiTest {
             assertTrue(samples.contains("counter conclave_raft_election_won conclave_raft_election_won_total 1.0"), samples.toString());
             assertTrue(samples.stream().anyMatch(sample -> sample.startsWith("gauge jvm_memory_used_bytes ")), samples.toString());
             assertTrue(samples.size() > 20, samples.toString());
+            assertTrue(samples.stream().anyMatch(sample -> sample.startsWith("histogram conclave_raft_fsync_latency_seconds "
+                    + "conclave_raft_fsync_latency_seconds_bucket")), "a histogram to the parser too: " + samples);
         } finally {
             prometheus.close();
         }
