@@ -16,10 +16,11 @@ import picocli.CommandLine.Option;
 /**
  * {@code conclave members [-detailed]}: the members a running agent knows, as Consul prints them, sorted by name,
  * in aligned columns: {@code Node Address Status Type Build DC}, or with {@code -detailed}
- * {@code Node Address Status Tags}, the tags as {@code k=v,k=v} sorted by key.
+ * {@code Node Address Status Tags}, the tags as {@code k=v,k=v} sorted by key; {@code -format=json}: the agent's
+ * answer as it is (Consul's {@code /v1/agent/members} shape).
  */
 @Command(name = "members", description = "Lists the members a running agent knows.")
-final class MembersCommand extends HttpCommand implements Callable<Integer> {
+final class MembersCommand extends OperatorCommand.Formatted implements Callable<Integer> {
 
     private static final String[] STATUS = {"none", "alive", "leaving", "left", "failed"};
 
@@ -28,11 +29,13 @@ final class MembersCommand extends HttpCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        boolean json = json();
         String body = get("/v1/agent/members");
         if (body == null) {
             return 1;
         }
-        System.out.print(table(new JsonArray(body), detailed));
+        JsonArray members = new JsonArray(body);
+        System.out.print(json ? members.encodePrettily() + "\n" : table(members, detailed));
         return 0;
     }
 

@@ -223,6 +223,21 @@ class MembershipCommandsTest {
     }
 
     @Test
+    void when_members_are_asked_as_json_then_the_agents_answer_is_printed_as_it_is_and_a_bad_format_is_usage() {
+        twoMembers();
+        Run run = run("members", "-format=json");
+        assertEquals(0, run.exitCode(), run.err());
+        JsonArray members = new JsonArray(run.out());
+        assertEquals(2, members.size(), run.out());
+        assertEquals("s2", members.getJsonObject(0).getString("Name"));
+        assertEquals(4, members.getJsonObject(0).getInteger("Status"));
+        assertEquals("x", members.getJsonObject(1).getJsonObject("Tags").getString("id"));
+        Run bad = run("members", "-format=xml");
+        assertEquals(2, bad.exitCode(), bad.err());
+        assertTrue(bad.err().contains("-format must be table or json, not 'xml'"), bad.err());
+    }
+
+    @Test
     void when_the_agent_cannot_be_reached_then_each_command_says_so_and_exits_1() throws Exception {
         vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         for (String[] args : List.of(new String[] {"join", "10.0.0.2"}, new String[] {"force-leave", "s2"},
