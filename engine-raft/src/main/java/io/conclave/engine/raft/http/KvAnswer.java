@@ -51,9 +51,16 @@ final class KvAnswer {
         this.separator = separator == null || separator.isEmpty() ? null : separator;
     }
 
-    /** Answers {@code request} from {@code view}, on the request's {@code context}: 404 when nothing matches, else the entries. */
-    static void send(Context context, HttpServerRequest request, KvView view, String key) {
-        context.runOnContext(v -> answer(context, request, view, key));
+    /**
+     * Answers {@code request} from {@code view}, on the request's {@code context}: 404 when nothing matches, else the
+     * entries; {@code meta} are headers for the answer (Consul's {@code X-Consul-KnownLeader} and
+     * {@code X-Consul-LastContact}).
+     */
+    static void send(Context context, HttpServerRequest request, KvView view, String key, java.util.Map<String, String> meta) {
+        context.runOnContext(v -> {
+            meta.forEach(request.response()::putHeader);
+            answer(context, request, view, key);
+        });
     }
 
     private static void answer(Context context, HttpServerRequest request, KvView view, String key) {

@@ -169,8 +169,22 @@ public final class KvHttpApi {
                 deadlineForLeader());
         ready.compose(ignored -> awaitIndex(index, wait))
                 .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view())) // O(1) on the node's context
-                .onSuccess(view -> KvAnswer.send(requestContext, request, view, key)) // built on a worker, streamed
+                .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
                 .onFailure(error -> fail(request, error));
+    }
+
+    /**
+     * Consul's query meta headers: {@code X-Consul-KnownLeader} (whether this server knows a leader) and
+     * {@code X-Consul-LastContact} (milliseconds since it last heard from the leader; 0 on the leader), by which a
+     * client of a {@code stale} read judges how stale it may be (consul-template's {@code max_stale} retries a
+     * consistent read past its bound).
+     */
+    static java.util.Map<String, String> queryMeta(io.conclave.engine.raft.runtime.RaftNode.Status status, long nowNanos) {
+        boolean leader = status.role() == io.conclave.engine.raft.core.Role.LEADER;
+        long lastContact = leader || status.lastLeaderContact() == io.conclave.engine.raft.runtime.RaftNode.NEVER ? 0
+                : Math.max(0, (nowNanos - status.lastLeaderContact()) / 1_000_000);
+        boolean known = status.leaderId() != null && status.role() != io.conclave.engine.raft.core.Role.SHUTDOWN;
+        return java.util.Map.of("X-Consul-KnownLeader", Boolean.toString(known), "X-Consul-LastContact", Long.toString(lastContact));
     }
 
     private static Duration waitParam(HttpServerRequest request) {

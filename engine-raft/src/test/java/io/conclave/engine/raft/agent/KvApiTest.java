@@ -184,7 +184,12 @@ class KvApiTest {
     @Test
     void bad_input_gets_400_413_or_404_and_changes_nothing() throws Exception {
         put("/v1/kv/guarded", "safe");
-        String index = call(HttpMethod.GET, "/v1/kv/guarded", null).headers().get("X-Consul-Index");
+        Response read = call(HttpMethod.GET, "/v1/kv/guarded", null);
+        String index = read.headers().get("X-Consul-Index");
+        assertEquals("true", read.headers().get("X-Consul-KnownLeader"), "Consul's query meta on a read");
+        assertEquals("0", read.headers().get("X-Consul-LastContact"), "the single server leads");
+        assertEquals("true", call(HttpMethod.GET, "/v1/kv/no-such-key?stale", null).headers().get("X-Consul-KnownLeader"),
+                "on a 404 too");
         assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/guarded?flags=minus", Buffer.buffer("x")).status());
         assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/guarded?cas=-1", Buffer.buffer("x")).status());
         assertEquals(400, callOnce(HttpMethod.PUT, "/v1/kv/", Buffer.buffer("x")).status(), "a PUT needs a key");
