@@ -82,6 +82,12 @@ class EnterprisePolicyIT {
                     () -> allStableFor(asked, 6, Duration.ofSeconds(3)));
             assertEquals(List.of("a1", "b1", "c1"), voterNames(leader, zones), "one voter per zone, the first ones");
             assertEquals(6, AutopilotProcessIT.servers(leader).size());
+            JsonObject state = new JsonObject(AutopilotProcessIT.call("GET", leader.http, "/v1/operator/autopilot/state", null).body());
+            for (String id : state.getJsonObject("Servers").fieldNames()) {
+                JsonObject server = state.getJsonObject("Servers").getJsonObject(id);
+                assertEquals(server.getString("Name").substring(0, 1), server.getJsonObject("Meta").getString("zone"),
+                        "autopilot's state shows each server's zone: " + state.encodePrettily());
+            }
 
             // a zone's voter dies (not the leader's zone): that zone's non-voter takes its vote
             AutopilotProcessIT.Node victim = first.stream().filter(node -> node != asked).findFirst().orElseThrow();

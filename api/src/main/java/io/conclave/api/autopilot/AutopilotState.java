@@ -27,10 +27,16 @@ public record AutopilotState(boolean healthy, int failureTolerance, String leade
      *                          {@code none} when membership does not know it)
      * @param lastContactMillis milliseconds since the leader heard from it; 0 for the leader, -1 if never
      * @param stableSinceMillis when (epoch milliseconds) it last became healthy; 0 if it is not healthy
+     * @param meta              its {@code node_meta}, as membership publishes it (the tags {@code meta.<key>}, without
+     *                          the prefix); empty when membership does not know it
      */
     public record Server(String id, String name, String address, String serfStatus, String version, boolean leader,
                          long lastContactMillis, long lastTerm, long lastIndex, boolean healthy, Suffrage suffrage,
-                         long stableSinceMillis) {
+                         long stableSinceMillis, java.util.Map<String, String> meta) {
+        public Server {
+            meta = java.util.Map.copyOf(meta);
+        }
+
         public boolean voter() {
             return suffrage == Suffrage.VOTER;
         }

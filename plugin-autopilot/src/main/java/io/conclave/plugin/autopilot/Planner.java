@@ -161,7 +161,7 @@ final class Planner {
             servers.add(new AutopilotState.Server(server.id(), h.name(), server.address(), self ? "alive" : serfStatus(member),
                     member == null ? "" : String.valueOf(member.tag(MemberTags.VERSION)), self,
                     stats == null ? -1 : stats.lastContactMillis(), stats == null ? 0 : stats.term(), stats == null ? 0 : stats.lastIndex(),
-                    h.healthy(), server.suffrage(), h.healthy() ? in.nowMillis() - h.stableSinceMillis() : 0));
+                    h.healthy(), server.suffrage(), h.healthy() ? in.nowMillis() - h.stableSinceMillis() : 0, meta(member)));
         }
         int voters = in.configuration().voterCount();
         return new AutopilotState(allHealthy, Math.max(0, healthyVoters - (voters / 2 + 1)), in.selfId(), servers);
@@ -255,6 +255,19 @@ final class Planner {
             return new Plan(new SetSuffrage(change.id(), server.address(), change.suffrage(), why), heldBack);
         }
         return new Plan(null, heldBack);
+    }
+
+    /** A member's {@code node_meta}: its tags {@code meta.<key>}, without the prefix. */
+    private static Map<String, String> meta(Member member) {
+        Map<String, String> meta = new java.util.TreeMap<>();
+        if (member != null) {
+            member.tags().forEach((key, value) -> {
+                if (key.startsWith(MemberTags.META_PREFIX)) {
+                    meta.put(key.substring(MemberTags.META_PREFIX.length()), value);
+                }
+            });
+        }
+        return meta;
     }
 
     /** Why removing {@code server} now would be unsafe, or {@code null}. */

@@ -298,7 +298,7 @@ public final class AutopilotHttpApi {
                     .put("Healthy", server.healthy())
                     .put("StableSince", stableSince(server))
                     .put("Status", server.leader() ? "leader" : server.voter() ? "voter" : "non-voter")
-                    .put("Meta", new JsonObject()));
+                    .put("Meta", new JsonObject(new java.util.TreeMap<String, Object>(server.meta()))));
         }
         return new View(200, new JsonObject().put("Healthy", state.healthy()).put("FailureTolerance", state.failureTolerance())
                 .put("Leader", state.leaderId()).put("Voters", voters).put("Servers", servers).encodePrettily());

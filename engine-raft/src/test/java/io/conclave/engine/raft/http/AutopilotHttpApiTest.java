@@ -80,8 +80,8 @@ class AutopilotHttpApiTest {
     @Test
     void when_a_follower_is_asked_for_health_or_state_then_it_answers_the_leaders_and_says_why_when_it_cannot() throws Exception {
         AutopilotState unhealthy = new AutopilotState(false, 0, "s0", List.of(
-                new AutopilotState.Server("s0", "n0", "127.0.0.1:1", "alive", "1", true, 0, 3, 10, true, Suffrage.VOTER, 1),
-                new AutopilotState.Server("s1", "n1", "127.0.0.1:2", "failed", "1", false, 5_000, 3, 4, false, Suffrage.VOTER, 0)));
+                new AutopilotState.Server("s0", "n0", "127.0.0.1:1", "alive", "1", true, 0, 3, 10, true, Suffrage.VOTER, 1, java.util.Map.of("zone", "a")),
+                new AutopilotState.Server("s1", "n1", "127.0.0.1:2", "failed", "1", false, 5_000, 3, 4, false, Suffrage.VOTER, 0, java.util.Map.of())));
         AutopilotHttpApi leader = new AutopilotHttpApi(command -> null, AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(unhealthy)),
                 () -> "127.0.0.1:1", view -> null);
         AutopilotHttpApi.View leaderHealth = leader.localView("health").orElseThrow();
@@ -118,6 +118,8 @@ class AutopilotHttpApiTest {
             java.net.http.HttpResponse<String> state = get.apply("/v1/operator/autopilot/state");
             assertEquals(200, state.statusCode());
             assertEquals("s0", new JsonObject(state.body()).getString("Leader"));
+            assertEquals(new JsonObject().put("zone", "a"), new JsonObject(state.body()).getJsonObject("Servers").getJsonObject("s0")
+                    .getJsonObject("Meta"), "node_meta, as Consul shows it");
             assertEquals(List.of("health", "state"), asked);
 
             reachable.set(false);
