@@ -182,12 +182,11 @@ class StorageFailureTest {
         assertTrue(storage.appendEntered.await(30, java.util.concurrent.TimeUnit.SECONDS), "the write reaches the storage");
 
         io.vertx.core.Future<Void> stopped = node.stop();
-        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(2).toNanos();
-        while (System.nanoTime() < deadline && !stopped.isComplete() && !storage.interrupted) {
-            Thread.sleep(20); // a bounded look for a wrong outcome: with the right one nothing happens until the gate opens
-        }
+        // with the right outcome nothing completes until the gate opens: a bounded wait for the wrong one
+        assertThrows(java.util.concurrent.TimeoutException.class,
+                () -> stopped.toCompletionStage().toCompletableFuture().get(2, java.util.concurrent.TimeUnit.SECONDS),
+                () -> "the stop completed (and the caller could close the storage) while an append ran; interrupted: " + storage.interrupted);
         assertFalse(storage.interrupted, "the stop interrupted the storage worker in the middle of an append (a sync)");
-        assertFalse(stopped.isComplete(), "the stop completed (and the caller could close the storage) while an append ran");
 
         gate.countDown();
         Await.result(stopped);
