@@ -53,6 +53,18 @@ final class BroadcastQueue {
      * transmission and retires at {@code limit}.
      */
     List<byte[]> take(int budgetBytes, int limit) {
+        return select(budgetBytes, limit, true);
+    }
+
+    /**
+     * The broadcasts {@link #take} would pick, without counting a transmission: for a packet to a member believed
+     * failed, which may never receive it, so that it does not use up what the members that may be alive need.
+     */
+    List<byte[]> peek(int budgetBytes) {
+        return select(budgetBytes, Integer.MAX_VALUE, false);
+    }
+
+    private List<byte[]> select(int budgetBytes, int limit, boolean count) {
         if (byKey.isEmpty()) {
             return List.of();
         }
@@ -69,8 +81,7 @@ final class BroadcastQueue {
             }
             left -= broadcast.message.length;
             taken.add(broadcast.message);
-            broadcast.transmits++;
-            if (broadcast.transmits >= limit) {
+            if (count && ++broadcast.transmits >= limit) {
                 retire(broadcast);
             }
         }

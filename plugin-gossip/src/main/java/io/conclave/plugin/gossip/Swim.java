@@ -880,11 +880,15 @@ final class Swim {
         Collections.shuffle(candidates, random);
         int count = Math.min(settings.gossipNodes(), candidates.size());
         for (int i = 0; i < count; i++) {
-            List<byte[]> messages = broadcasts.take(budget(0), retransmitLimit());
+            Node target = candidates.get(i);
+            // gossip to the recently failed helps one wrongly declared dead to refute it, but counts no transmission:
+            // with most members dead, it would use up a broadcast (a leave intent) before the live ones heard it
+            List<byte[]> messages = target.state == MemberState.FAILED ? broadcasts.peek(budget(0))
+                    : broadcasts.take(budget(0), retransmitLimit());
             if (messages.isEmpty()) {
                 return;
             }
-            environment.send(candidates.get(i).address, Wire.packet(messages));
+            environment.send(target.address, Wire.packet(messages));
             counters.gossipSent();
         }
     }

@@ -71,6 +71,29 @@ class SwimSimulationTest {
     }
 
     /**
+     * A leave intent's transmissions are counted only when sent to a member that may be alive: gossip to the
+     * recently failed (which helps one that was wrongly declared dead to refute it) must not use up the broadcast,
+     * or with most members dead the one alive member may never hear the intent except through a push-pull, 30 s
+     * later, and a leaving server waits out its leave_timeout (seen on five agent processes, three of them killed).
+     */
+    @Test
+    void when_most_members_are_dead_and_one_leaves_then_the_last_alive_member_hears_the_leave_by_gossip() {
+        forEachSeed(40, "when_most_members_are_dead_and_one_leaves_then_the_last_alive_member_hears_the_leave_by_gossip", seed -> {
+            SimCluster cluster = form(seed, 5, LAN);
+            for (String dead : new String[] {"m2", "m3", "m4"}) {
+                cluster.kill(dead);
+            }
+            long failed = cluster.runUntil(() -> cluster.allSee("m2", MemberState.FAILED) && cluster.allSee("m3", MemberState.FAILED)
+                    && cluster.allSee("m4", MemberState.FAILED), failureBoundMillis(LAN, 5) * 3);
+            assertTrue(failed >= 0, "the three killed members are not FAILED on the two alive ones");
+            cluster.member("m1").swim.leave(() -> { });
+            long took = cluster.runUntil(() -> cluster.member("m0").stateOf("m1") == MemberState.LEFT, 2_000);
+            assertTrue(took >= 0, "m0 did not hear m1's leave within 2 s (push-pull comes only every "
+                    + LAN.pushPullInterval().toSeconds() + " s)");
+        });
+    }
+
+    /**
      * The bound for a killed member to be FAILED everywhere, from the timings: the first probe of it starts within
      * one round of probes ({@code (n−1) × probe_interval}), fails at the end of its period ({@code probe_interval}),
      * the suspicion lasts at most its maximum ({@code suspicion_max_timeout_mult × suspicion_mult × log10(n) ×
