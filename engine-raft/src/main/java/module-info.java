@@ -20,6 +20,7 @@ module io.conclave.engine.raft {
     exports io.conclave.engine.raft.agent to io.conclave.cli;
     exports io.conclave.engine.raft.config to io.conclave.cli;
     exports io.conclave.engine.raft.plugins to io.conclave.cli;
+    exports io.conclave.engine.raft.kv to io.conclave.cli;
     exports io.conclave.engine.raft.builtin;
 
     uses io.conclave.api.membership.MembershipProvider;

@@ -323,6 +323,12 @@ public final class Agent implements AutoCloseable {
         bootstrapper.raftStopped(() -> node.status().role() == io.conclave.engine.raft.core.Role.SHUTDOWN);
         kvApi = new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax());
         kvApi.register(http);
+        try {
+            new io.conclave.engine.raft.http.SnapshotHttpApi(vertx, node, kvApi, config.datacenter(), config.nodeName(),
+                    dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
+        } catch (java.io.IOException e) {
+            throw new UncheckedIOException("cannot prepare " + dataDir.resolve("tmp") + " for snapshots: " + e.getMessage(), e);
+        }
         autopilotApi.register(http);
         operator = new NodeOperator(node, admission, autopilotApi::settings);
         new OperatorHttpApi(vertx, node, this::nodeName, clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);

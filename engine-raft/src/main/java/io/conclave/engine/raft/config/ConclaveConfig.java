@@ -76,9 +76,17 @@ public record ConclaveConfig(
      * {@code http_max_conns_per_client}); a connection that takes longer than {@code httpHeaderTimeout} to send a
      * request's headers, or stays idle that long between requests, is closed (never one with a request in
      * progress: a blocking query may wait 10 minutes); request bodies buffered at once may hold at most
-     * {@code httpMaxBodyBytesInFlight} bytes in all, past which a write is answered 503 with {@code Retry-After}.
+     * {@code httpMaxBodyBytesInFlight} bytes in all, past which a write is answered 503 with {@code Retry-After}; a
+     * snapshot restore ({@code PUT /v1/snapshot}, streamed to disk, not buffered) may send at most
+     * {@code httpMaxSnapshotBytes} (0: a quarter of the heap, since the restored state is held in memory while it is
+     * staged), past which it is answered 413.
      */
-    public record Limits(int httpMaxConnsPerClient, int httpMaxConns, Duration httpHeaderTimeout, long httpMaxBodyBytesInFlight) {
+    public record Limits(int httpMaxConnsPerClient, int httpMaxConns, Duration httpHeaderTimeout, long httpMaxBodyBytesInFlight,
+                         long httpMaxSnapshotBytes) {
+        /** The largest snapshot a restore accepts here: the configured bound, or a quarter of the heap. */
+        public long snapshotLimit() {
+            return httpMaxSnapshotBytes > 0 ? httpMaxSnapshotBytes : Runtime.getRuntime().maxMemory() / 4;
+        }
     }
 
     /** {@code autopilot}: Consul's keys. */

@@ -376,8 +376,12 @@ public final class ConfigLoader {
                 Duration.ofHours(1));
         long bodyBytes = json.integer("http_max_body_bytes_in_flight", DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
                 io.conclave.engine.raft.transport.Limits.MAX_VALUE_BYTES, 1L << 40);
+        long snapshotBytes = json.integer("http_max_snapshot_bytes", 0, 0, 1L << 40);
+        if (snapshotBytes > 0 && snapshotBytes < 1024) {
+            throw new ConfigException("limits.http_max_snapshot_bytes", "value " + snapshotBytes + " is below 1024 (allowed: 0 for a quarter of the heap, or 1024 to 1099511627776)");
+        }
         json.finish();
-        return new ConclaveConfig.Limits(perClient, total, headerTimeout, bodyBytes);
+        return new ConclaveConfig.Limits(perClient, total, headerTimeout, bodyBytes, snapshotBytes);
     }
 
     private static ConclaveConfig.Autopilot readAutopilot(JsonReader json) {

@@ -42,7 +42,7 @@ public final class HttpApi {
     private final List<Route> routes = new ArrayList<>();
     private HttpServer server;
     private ConclaveConfig.Limits limits = new ConclaveConfig.Limits(ConfigLoader.DEFAULT_HTTP_MAX_CONNS_PER_CLIENT,
-            ConfigLoader.DEFAULT_HTTP_MAX_CONNS, ConfigLoader.DEFAULT_HTTP_HEADER_TIMEOUT, ConfigLoader.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT);
+            ConfigLoader.DEFAULT_HTTP_MAX_CONNS, ConfigLoader.DEFAULT_HTTP_HEADER_TIMEOUT, ConfigLoader.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT, 0);
     private BodyBudget bodyBudget = new BodyBudget(limits.httpMaxBodyBytesInFlight());
     private final java.util.concurrent.ConcurrentHashMap<String, Integer> connectionsByClient = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();

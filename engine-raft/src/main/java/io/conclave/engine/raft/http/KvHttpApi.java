@@ -164,13 +164,21 @@ public final class KvHttpApi {
         }
         boolean stale = request.params().contains("stale");
         io.vertx.core.Context requestContext = vertx.getOrCreateContext(); // the HTTP server's event loop for this request
-        Future<Long> ready = stale ? Future.succeededFuture(0L) : retryWhileNotApplied(() -> bounded(linearizableRead(),
-                () -> new TimeoutException("no read confirmation from the leader within " + attemptTimeout.toMillis() + " ms")),
-                deadlineForLeader());
-        ready.compose(ignored -> awaitIndex(index, wait))
+        readyToRead(stale).compose(ignored -> awaitIndex(index, wait))
                 .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view())) // O(1) on the node's context
                 .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
                 .onFailure(error -> fail(request, error));
+    }
+
+    /**
+     * Completes once a read of this server's state is linearizable — a ReadIndex barrier here if it leads, else
+     * confirmed by the leader and applied here — tried again while no leader is known (up to 5 s), each attempt
+     * bounded; at once when {@code stale}.
+     */
+    public Future<Long> readyToRead(boolean stale) {
+        return stale ? Future.succeededFuture(0L) : retryWhileNotApplied(() -> bounded(linearizableRead(),
+                () -> new TimeoutException("no read confirmation from the leader within " + attemptTimeout.toMillis() + " ms")),
+                deadlineForLeader());
     }
 
     /**

@@ -13,8 +13,13 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
     /**
      * {@code SYSTEM_PUT} writes the engine's own replicated settings (autopilot's configuration), kept apart from the
      * users' keys: no {@code /v1/kv} request reads, lists or deletes them.
+     *
+     * <p>A snapshot restore goes through the log as every write does: {@code RESTORE_CHUNK} (key: the restore's id,
+     * cas: the chunk's number from 0, value: a batch of entries, {@link KvStateMachine#encodeBatch}) stages a part
+     * of the state aside, {@code RESTORE_COMMIT} (key: the id, cas: the number of chunks, flags: the number of
+     * entries) swaps the staged state in at once, {@code RESTORE_ABORT} (key: the id) drops it.
      */
-    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT }
+    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT }
 
     public static final long NO_CAS = -1;
 

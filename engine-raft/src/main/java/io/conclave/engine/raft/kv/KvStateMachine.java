@@ -30,8 +30,26 @@ public final class KvStateMachine implements StateMachine {
 
     private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
-    /** Version 2 added the system entries; version 1 snapshots (none) are still read. */
-    private static final int SNAPSHOT_VERSION = 2;
+    /**
+     * Version 2 added the system entries, version 3 a restore's staged state; versions 1 and 2 are still read. A
+     * user's snapshot archive ({@link SnapshotArchive}) carries the state in version 2, {@link #writeState}.
+     */
+    private static final int SNAPSHOT_VERSION = 3;
+    static final int STATE_VERSION = 2;
+
+    /**
+     * A snapshot restore under way: the chunks applied so far, staged aside from the live state, which the commit
+     * swaps in at once. Immutable, so that a snapshot taken meanwhile captures it in O(1) and a server that installs
+     * that snapshot stages exactly what the others do.
+     *
+     * @param id      the restore's id
+     * @param next    the number of the chunk expected next
+     * @param count   the entries staged
+     */
+    record Staging(String id, int next, long count, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system) {
+    }
+
+    private Staging staging;
 
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
     /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
@@ -71,7 +89,98 @@ public final class KvStateMachine implements StateMachine {
                 systemListener.accept(written);
                 yield TRUE;
             }
+            case RESTORE_CHUNK -> stageChunk(raftIndex, kv) ? TRUE : FALSE;
+            case RESTORE_COMMIT -> commitRestore(kv) ? TRUE : FALSE;
+            case RESTORE_ABORT -> {
+                if (staging != null && staging.id().equals(kv.key())) {
+                    staging = null;
+                }
+                yield TRUE;
+            }
         };
+    }
+
+    /**
+     * Stages one chunk of a restore: chunk 0 starts it (replacing any other under way), each next one must follow
+     * in order. Every restored entry is written anew at the chunk's index (CreateIndex and ModifyIndex), so that no
+     * index goes backwards and a blocking query on any restored key wakes up. The work is bounded by the chunk's size.
+     */
+    private boolean stageChunk(long raftIndex, KvCommand kv) {
+        Staging current = kv.cas() == 0 ? new Staging(kv.key(), 0, 0, TreePMap.empty(), TreePMap.empty()) : staging;
+        if (kv.key().isEmpty() || current == null || !current.id().equals(kv.key()) || current.next() != kv.cas()) {
+            return false;
+        }
+        List<List<KvEntry>> batch;
+        try {
+            batch = decodeBatch(kv.value());
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+        TreePMap<String, KvEntry> users = current.entries();
+        for (KvEntry entry : batch.get(0)) {
+            users = users.plus(entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
+        }
+        TreePMap<String, KvEntry> settings = current.system();
+        for (KvEntry entry : batch.get(1)) {
+            settings = settings.plus(entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
+        }
+        staging = new Staging(current.id(), current.next() + 1, current.count() + batch.get(0).size() + batch.get(1).size(),
+                users, settings);
+        return true;
+    }
+
+    /**
+     * Swaps a complete restore in, in O(1) for the users' keys: the store becomes what the snapshot held. System
+     * entries the snapshot holds replace the live ones; those it lacks are kept. False, changing nothing, when the
+     * restore is not the one staged (another started since) or is missing a chunk or an entry.
+     */
+    private boolean commitRestore(KvCommand kv) {
+        Staging done = staging;
+        if (done == null || !done.id().equals(kv.key()) || done.next() != kv.cas() || done.count() != kv.flags()) {
+            return false;
+        }
+        staging = null;
+        entries = done.entries();
+        system = system.plusAll(done.system());
+        done.system().values().forEach(entry -> systemListener.accept(entry));
+        return true;
+    }
+
+    /** The restore staged now, or {@code null}: for tests and {@code /v1/agent/self}. */
+    public Staging staging() {
+        return staging;
+    }
+
+    /**
+     * A chunk of a restore: the users' entries, then the system entries, as the snapshot writes them (their indexes
+     * are ignored: a restore writes each entry anew).
+     */
+    public static byte[] encodeBatch(List<KvEntry> users, List<KvEntry> systemEntries) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try {
+            DataOutputStream data = new DataOutputStream(bytes);
+            writeEntries(data, users);
+            writeEntries(data, systemEntries);
+            data.flush();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e); // a byte array does not fail
+        }
+        return bytes.toByteArray();
+    }
+
+    static List<List<KvEntry>> decodeBatch(byte[] batch) throws IOException {
+        DataInputStream data = new DataInputStream(new java.io.ByteArrayInputStream(batch));
+        List<KvEntry> users = new ArrayList<>(readEntries(data).values());
+        List<KvEntry> systemEntries = new ArrayList<>(readEntries(data).values());
+        if (data.available() > 0) {
+            throw new IOException("trailing bytes in a restore chunk");
+        }
+        return List.of(users, systemEntries);
+    }
+
+    /** The bytes one entry takes in a snapshot or a restore chunk. */
+    public static int encodedSize(KvEntry entry) {
+        return 2 + entry.key().getBytes(StandardCharsets.UTF_8).length + 8 + 8 + 8 + 4 + entry.value().length;
     }
 
     /** The system entry {@code key} ({@link KvCommand.Op#SYSTEM_PUT}), or {@code null}. */
@@ -132,7 +241,7 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        write(output, index, entries, system);
+        write(output, index, entries, system, staging);
     }
 
     /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
@@ -140,23 +249,72 @@ public final class KvStateMachine implements StateMachine {
     public Capture capture() {
         KvView view = view();
         TreePMap<String, KvEntry> systemNow = system;
-        return output -> write(output, view.index(), view.entries(), systemNow);
+        Staging stagingNow = staging;
+        return output -> write(output, view.index(), view.entries(), systemNow, stagingNow);
     }
 
-    private static void write(OutputStream output, long index, Map<String, KvEntry> entries, Map<String, KvEntry> system)
-            throws IOException {
+    /** The users' keys and the system entries as of one point, in O(1): what a user's snapshot archive holds. */
+    public State state() {
+        return new State(index, entries, system);
+    }
+
+    /**
+     * The store's content at one index, immutable.
+     *
+     * @param index   the store's index then
+     * @param entries the users' keys
+     * @param system  the engine's replicated settings
+     */
+    public record State(long index, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system) {
+        /** Writes the state as snapshot version 2 (no staged restore). May block on the stream. */
+        public void writeTo(OutputStream output) throws IOException {
+            DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
+            data.writeInt(STATE_VERSION);
+            data.writeLong(index);
+            writeEntries(data, entries.values());
+            writeEntries(data, system.values());
+            data.flush();
+        }
+
+        /**
+         * Reads a state written by {@link #writeTo} (or a node's snapshot of version 1 or 2); throws
+         * {@link IOException} naming what is wrong with damaged content.
+         */
+        public static State readFrom(InputStream input) throws IOException {
+            DataInputStream data = input instanceof DataInputStream given ? given // read exactly to the state's end
+                    : new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
+            int version = data.readInt();
+            if (version != 1 && version != STATE_VERSION) {
+                throw new IOException("unknown key/value state version " + version);
+            }
+            long stateIndex = data.readLong();
+            TreePMap<String, KvEntry> users = readEntries(data);
+            TreePMap<String, KvEntry> systemEntries = version == 1 ? TreePMap.empty() : readEntries(data);
+            return new State(stateIndex, users, systemEntries);
+        }
+    }
+
+    private static void write(OutputStream output, long index, Map<String, KvEntry> entries, Map<String, KvEntry> system,
+                              Staging staging) throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(index);
-        writeEntries(data, entries);
-        writeEntries(data, system);
+        writeEntries(data, entries.values());
+        writeEntries(data, system.values());
+        data.writeBoolean(staging != null);
+        if (staging != null) {
+            data.writeUTF(staging.id());
+            data.writeInt(staging.next());
+            data.writeLong(staging.count());
+            writeEntries(data, staging.entries().values());
+            writeEntries(data, staging.system().values());
+        }
         data.flush();
     }
 
-    private static void writeEntries(DataOutputStream data, Map<String, KvEntry> entries) throws IOException {
+    private static void writeEntries(DataOutputStream data, java.util.Collection<KvEntry> entries) throws IOException {
         data.writeInt(entries.size());
-        for (Map.Entry<String, KvEntry> item : entries.entrySet()) {
-            KvEntry entry = item.getValue();
+        for (KvEntry entry : entries) {
             data.writeUTF(entry.key());
             data.writeLong(entry.flags());
             data.writeLong(entry.createIndex());
@@ -176,15 +334,24 @@ public final class KvStateMachine implements StateMachine {
     public Restoration load(InputStream input) throws IOException {
         DataInputStream data = new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
         int version = data.readInt();
-        if (version != 1 && version != SNAPSHOT_VERSION) {
+        if (version < 1 || version > SNAPSHOT_VERSION) {
             throw new IOException("unknown key/value snapshot version " + version);
         }
         long restoredIndex = data.readLong();
         TreePMap<String, KvEntry> restored = readEntries(data);
         TreePMap<String, KvEntry> restoredSystem = version == 1 ? TreePMap.empty() : readEntries(data);
+        Staging restoredStaging = null;
+        if (version >= 3 && data.readBoolean()) {
+            String id = data.readUTF();
+            int next = data.readInt();
+            long count = data.readLong();
+            restoredStaging = new Staging(id, next, count, readEntries(data), readEntries(data));
+        }
+        Staging stagedThen = restoredStaging;
         return () -> {
             entries = restored;
             system = restoredSystem;
+            staging = stagedThen;
             index = restoredIndex;
             restoredSystem.values().forEach(entry -> systemListener.accept(entry));
         };

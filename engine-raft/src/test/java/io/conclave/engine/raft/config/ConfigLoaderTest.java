@@ -103,6 +103,17 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void the_snapshot_limit_is_a_quarter_of_the_heap_unless_set_and_a_tiny_one_is_refused() {
+        assertEquals(Runtime.getRuntime().maxMemory() / 4,
+                ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").limits().snapshotLimit());
+        assertEquals(1L << 30, ConfigLoader.parse("{\"data_dir\": \"/x\", \"limits\": {\"http_max_snapshot_bytes\": 1073741824}}",
+                false, "test.json").limits().snapshotLimit());
+        ConfigException tiny = rejected("{\"data_dir\": \"/x\", \"limits\": {\"http_max_snapshot_bytes\": 100}}");
+        assertEquals("limits.http_max_snapshot_bytes", tiny.key());
+        assertTrue(tiny.getMessage().contains("below 1024"), tiny.getMessage());
+    }
+
+    @Test
     void when_type_is_wrong_then_error_names_key_value_and_expected_type() {
         ConfigException error = rejected("{\"data_dir\": \"/x\", \"bootstrap_expect\": \"three\"}");
         assertEquals("bootstrap_expect", error.key());

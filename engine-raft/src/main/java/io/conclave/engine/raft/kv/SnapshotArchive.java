@@ -1,0 +1,232 @@
+package io.conclave.engine.raft.kv;
+
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
+
+/**
+ * A user's snapshot of the key/value store, as {@code conclave snapshot save} writes it and
+ * {@code conclave snapshot restore} reads it: one file, checked end to end.
+ *
+ * <pre>
+ *   "CONCLAVE-SNAPSHOT\n"  the magic (18 bytes)
+ *   int                    the format version, 1
+ *   int, bytes             the metadata: a JSON object in UTF-8, at most 64 KiB
+ *   long, bytes            the state: the key/value store's state ({@link KvStateMachine.State#writeTo})
+ *   32 bytes               the SHA-256 of everything before
+ * </pre>
+ *
+ * Reading verifies the digest before anything is parsed, then that every length agrees with the file's size and
+ * that the state is read exactly to its end: a damaged, cut or foreign file is refused with a message saying which,
+ * and nothing is restored from it.
+ */
+public final class SnapshotArchive {
+
+    static final byte[] MAGIC = "CONCLAVE-SNAPSHOT\n".getBytes(StandardCharsets.US_ASCII);
+    static final int FORMAT_VERSION = 1;
+    static final int MAX_META_BYTES = 64 * 1024;
+    static final int DIGEST_BYTES = 32;
+    private static final int HEADER_BYTES = MAGIC.length + 4 + 4;
+
+    /** The metadata and the state read from an archive. */
+    public record Contents(JsonObject meta, KvStateMachine.State state) {
+    }
+
+    /** What {@link #inspect} finds: the metadata, the state's size and the file's size. */
+    public record Summary(JsonObject meta, long stateBytes, long fileBytes) {
+    }
+
+    private SnapshotArchive() {
+    }
+
+    /** Writes {@code state} with {@code meta} to {@code file} (created, or replaced) and syncs it. Blocking. */
+    public static void write(Path file, JsonObject meta, KvStateMachine.State state) throws IOException {
+        byte[] metaBytes = meta.encode().getBytes(StandardCharsets.UTF_8);
+        if (metaBytes.length > MAX_META_BYTES) {
+            throw new IllegalArgumentException("snapshot metadata of " + metaBytes.length + " bytes is above " + MAX_META_BYTES);
+        }
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE, StandardOpenOption.READ)) {
+            ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES + metaBytes.length + 8);
+            header.put(MAGIC).putInt(FORMAT_VERSION).putInt(metaBytes.length).put(metaBytes).putLong(0);
+            header.flip();
+            writeFully(channel, header);
+            long stateStart = channel.position();
+            OutputStream out = Channels.newOutputStream(channel);
+            state.writeTo(out); // flushes its own buffer
+            long stateBytes = channel.position() - stateStart;
+            writeFully(channel, ByteBuffer.allocate(8).putLong(stateBytes).flip(), stateStart - 8);
+            byte[] digest = digest(channel, channel.size());
+            channel.position(channel.size());
+            writeFully(channel, ByteBuffer.wrap(digest));
+            channel.force(true);
+        }
+    }
+
+    /** Reads and checks an archive; the state is parsed into memory. Blocking. */
+    public static Contents read(Path file) throws IOException {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            Layout layout = check(channel);
+            InputStream bounded = new BufferedInputStream(limited(Channels.newInputStream(channel.position(layout.stateStart)),
+                    layout.stateBytes), 64 * 1024);
+            DataInputStream data = new DataInputStream(bounded);
+            KvStateMachine.State state;
+            try {
+                state = KvStateMachine.State.readFrom(data);
+            } catch (java.io.EOFException e) {
+                throw new IOException("damaged snapshot " + file + ": its state ends early");
+            } catch (IOException e) {
+                throw new IOException("damaged snapshot " + file + ": its state does not read: " + e.getMessage(), e);
+            }
+            if (data.read() != -1) {
+                throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
+            }
+            return new Contents(layout.meta, state);
+        }
+    }
+
+    /** Checks an archive's digest and layout and returns its metadata, without parsing the state. Blocking. */
+    public static Summary inspect(Path file) throws IOException {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            Layout layout = check(channel);
+            return new Summary(layout.meta, layout.stateBytes, channel.size());
+        }
+    }
+
+    private record Layout(JsonObject meta, long stateStart, long stateBytes) {
+    }
+
+    private static Layout check(FileChannel channel) throws IOException {
+        long size = channel.size();
+        ByteBuffer magic = ByteBuffer.allocate(MAGIC.length);
+        readFully(channel, magic, 0);
+        if (size < MAGIC.length || !Arrays.equals(magic.array(), MAGIC)) {
+            throw new IOException("not a Conclave snapshot: it does not begin with " + new String(MAGIC, 0, MAGIC.length - 1,
+                    StandardCharsets.US_ASCII));
+        }
+        if (size < HEADER_BYTES + 8 + DIGEST_BYTES) {
+            throw new IOException("damaged snapshot: only " + size + " bytes, cut short");
+        }
+        ByteBuffer stored = ByteBuffer.allocate(DIGEST_BYTES);
+        readFully(channel, stored, size - DIGEST_BYTES);
+        if (!MessageDigest.isEqual(stored.array(), digest(channel, size - DIGEST_BYTES))) {
+            throw new IOException("damaged snapshot: its SHA-256 does not match its content (cut short, or changed)");
+        }
+        ByteBuffer header = ByteBuffer.allocate(8);
+        readFully(channel, header, MAGIC.length);
+        header.flip();
+        int version = header.getInt();
+        int metaLength = header.getInt();
+        if (version != FORMAT_VERSION) {
+            throw new IOException("a Conclave snapshot of format " + version + ", which this version does not read (it reads "
+                    + FORMAT_VERSION + ")");
+        }
+        if (metaLength < 0 || metaLength > MAX_META_BYTES || HEADER_BYTES + (long) metaLength + 8 + DIGEST_BYTES > size) {
+            throw new IOException("damaged snapshot: metadata of " + metaLength + " bytes");
+        }
+        ByteBuffer metaBytes = ByteBuffer.allocate(metaLength + 8);
+        readFully(channel, metaBytes, HEADER_BYTES);
+        metaBytes.flip();
+        JsonObject meta;
+        try {
+            meta = new JsonObject(new String(metaBytes.array(), 0, metaLength, StandardCharsets.UTF_8));
+        } catch (DecodeException | ClassCastException e) {
+            throw new IOException("damaged snapshot: its metadata is not a JSON object");
+        }
+        long stateStart = HEADER_BYTES + metaLength + 8L;
+        long stateBytes = metaBytes.getLong(metaLength);
+        if (stateBytes != size - DIGEST_BYTES - stateStart) {
+            throw new IOException("damaged snapshot: its state is said to hold " + stateBytes + " bytes, the file holds "
+                    + (size - DIGEST_BYTES - stateStart));
+        }
+        return new Layout(meta, stateStart, stateBytes);
+    }
+
+    private static byte[] digest(FileChannel channel, long length) throws IOException {
+        MessageDigest sha;
+        try {
+            sha = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java has SHA-256", e);
+        }
+        ByteBuffer buffer = ByteBuffer.allocate(64 * 1024);
+        long position = 0;
+        while (position < length) {
+            buffer.clear().limit((int) Math.min(buffer.capacity(), length - position));
+            int read = channel.read(buffer, position);
+            if (read < 0) {
+                throw new IOException("the file shrank while being read");
+            }
+            position += read;
+            buffer.flip();
+            sha.update(buffer);
+        }
+        return sha.digest();
+    }
+
+    private static void readFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
+        while (buffer.hasRemaining()) {
+            int read = channel.read(buffer, position);
+            if (read < 0) {
+                return; // short: the caller's size checks say why
+            }
+            position += read;
+        }
+    }
+
+    private static void writeFully(FileChannel channel, ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            channel.write(buffer);
+        }
+    }
+
+    private static void writeFully(FileChannel channel, ByteBuffer buffer, long position) throws IOException {
+        while (buffer.hasRemaining()) {
+            position += channel.write(buffer, position);
+        }
+    }
+
+    /** At most {@code limit} bytes of {@code input}. */
+    private static InputStream limited(InputStream input, long limit) {
+        return new InputStream() {
+            private long left = limit;
+
+            @Override
+            public int read() throws IOException {
+                if (left <= 0) {
+                    return -1;
+                }
+                int b = input.read();
+                if (b >= 0) {
+                    left--;
+                }
+                return b;
+            }
+
+            @Override
+            public int read(byte[] bytes, int offset, int length) throws IOException {
+                if (left <= 0) {
+                    return -1;
+                }
+                int read = input.read(bytes, offset, (int) Math.min(length, left));
+                if (read > 0) {
+                    left -= read;
+                }
+                return read;
+            }
+        };
+    }
+}
