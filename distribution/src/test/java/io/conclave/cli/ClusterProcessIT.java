@@ -167,6 +167,84 @@ class ClusterProcessIT {
         }
     }
 
+    /** The users' store as {@code node} holds it ({@code stale}: its own state): key, flags and value of each key. */
+    private static List<String> storeOf(Node node, boolean stale) throws Exception {
+        HttpResponse<String> listed = call("GET", node.httpPort(), "/v1/kv/?recurse" + (stale ? "&stale" : ""), null);
+        if (listed.statusCode() == 404) {
+            return List.of();
+        }
+        assertEquals(200, listed.statusCode(), listed.body());
+        return new io.vertx.core.json.JsonArray(listed.body()).stream().map(JsonObject.class::cast)
+                .map(entry -> entry.getString("Key") + " " + entry.getLong("Flags") + " " + entry.getString("Value")).toList();
+    }
+
+    /**
+     * {@code conclave snapshot save} and {@code restore}, real processes from the distribution against three servers:
+     * a store of several restore chunks (about 1 MB), saved through one follower, changed, restored through the
+     * other follower, is the saved one on every server; writes go on afterwards.
+     */
+    @Test
+    void when_a_snapshot_is_saved_and_restored_through_followers_then_every_server_holds_the_saved_store(@TempDir Path work)
+            throws Exception {
+        List<Node> nodes = new ArrayList<>();
+        try {
+            startCluster(work, nodes);
+            Node leader = awaitAgreedLeader(nodes);
+            List<Node> followers = new ArrayList<>(nodes);
+            followers.remove(leader);
+            String kilobyte = "v".repeat(1000);
+            for (int i = 0; i < 1000; i++) {
+                assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/data/" + i + "?flags=" + i, kilobyte + i).body());
+            }
+            List<String> saved = storeOf(leader, false);
+            assertEquals(1000, saved.size());
+            Path file = work.resolve("backup.snap");
+            try (AgentProcess save = AgentProcess.start(work, "snapshot", "save", "-http-addr", "127.0.0.1:" + followers.get(0).httpPort(),
+                    file.toString())) {
+                assertEquals(0, save.awaitExit(DEADLINE), save.output());
+                assertTrue(save.output().contains("Saved and verified snapshot to index"), save.output());
+            }
+            try (AgentProcess inspect = AgentProcess.start(work, "snapshot", "inspect", file.toString())) {
+                assertEquals(0, inspect.awaitExit(DEADLINE), inspect.output());
+                assertTrue(inspect.output().matches("(?s).*Keys\\s+1000\n.*"), inspect.output());
+            }
+
+            for (int i = 0; i < 100; i++) {
+                call("DELETE", leader.httpPort(), "/v1/kv/data/" + i, null);
+                call("PUT", leader.httpPort(), "/v1/kv/data/" + (100 + i), "changed");
+                call("PUT", leader.httpPort(), "/v1/kv/later/" + i, "added");
+            }
+            assertNotEquals(saved, storeOf(leader, false));
+            long indexBefore = Long.parseLong(call("GET", leader.httpPort(), "/v1/kv/data/500", null).headers()
+                    .firstValue("X-Consul-Index").orElseThrow());
+
+            try (AgentProcess restore = AgentProcess.start(work, "snapshot", "restore", "-http-addr",
+                    "127.0.0.1:" + followers.get(1).httpPort(), file.toString())) {
+                assertEquals(0, restore.awaitExit(DEADLINE), restore.output());
+                assertTrue(restore.output().contains("Restored snapshot"), restore.output());
+            }
+            for (Node node : nodes) {
+                AgentProcess.awaitCondition("server " + node.raftAddress() + " holds the saved store", DEADLINE, () -> {
+                    try {
+                        return saved.equals(storeOf(node, true));
+                    } catch (Exception e) {
+                        return false;
+                    }
+                });
+            }
+            JsonObject restoredEntry = new io.vertx.core.json.JsonArray(call("GET", followers.get(0).httpPort(), "/v1/kv/data/500", null)
+                    .body()).getJsonObject(0);
+            assertTrue(restoredEntry.getLong("ModifyIndex") > indexBefore, "restored keys are written anew: " + restoredEntry);
+            assertTrue(followers.get(1).process().output().contains("snapshot restore"), "the log of the server asked tells of the restore");
+            assertEquals("true", call("PUT", followers.get(0).httpPort(), "/v1/kv/after/restore", "yes").body());
+            assertEquals("yes", call("GET", followers.get(1).httpPort(), "/v1/kv/after/restore?raw", null).body());
+        } finally {
+            for (Node node : nodes) {
+                node.process().close();
+            }
+        }
+    }
+
     @Test
     void when_three_agents_list_each_other_then_they_form_a_cluster_replicate_and_survive_the_leaders_kill(@TempDir Path work)
             throws Exception {
