@@ -67,6 +67,7 @@ public final class Agent implements AutoCloseable {
     private final ConclaveConfig config;
     private final PluginRegistry registry;
     private final Path dataDir;
+    private io.conclave.engine.raft.http.TombstoneReaper tombstoneReaper;
     private final DirectoryLock dataDirLock;
     private final boolean temporaryDataDir;
     private final NodeIdentity identity;
@@ -322,7 +323,10 @@ public final class Agent implements AutoCloseable {
         admission.node(node);
         bootstrapper.raftStopped(() -> node.status().role() == io.conclave.engine.raft.core.Role.SHUTDOWN);
         kvApi = new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax());
+        stateMachine.onChange(kvApi.watches()); // blocking queries are woken by the applies that concern them
         kvApi.register(http);
+        tombstoneReaper = new io.conclave.engine.raft.http.TombstoneReaper(vertx, node, kvApi, config.tombstoneTtl());
+        tombstoneReaper.start();
         try {
             new io.conclave.engine.raft.http.SnapshotHttpApi(vertx, node, kvApi, config.datacenter(), config.nodeName(),
                     dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
@@ -670,6 +674,11 @@ public final class Agent implements AutoCloseable {
         return http.bodyBudget().inFlight();
     }
 
+    /** The blocking queries waiting now on this server. */
+    public int blockingQueries() {
+        return kvApi == null ? 0 : kvApi.watches().waiting();
+    }
+
     public int httpPort() {
         return httpPort;
     }
@@ -719,6 +728,12 @@ public final class Agent implements AutoCloseable {
         LOG.info("agent stopping");
         try {
             await(http.close());
+            if (tombstoneReaper != null) {
+                tombstoneReaper.stop();
+            }
+            if (kvApi != null) {
+                kvApi.watches().close();
+            }
             if (metricsApi != null) {
                 metricsApi.close();
             }

@@ -31,6 +31,7 @@ public record ConclaveConfig(
         Duration leaveDrainTime,
         boolean leaveOnTerminate,
         Duration leaveTimeout,
+        Duration tombstoneTtl,
         Raft raft,
         Autopilot autopilot,
         Limits limits,
@@ -100,7 +101,7 @@ public record ConclaveConfig(
         return "ConclaveConfig[nodeName=" + nodeName + ", nodeId=" + nodeId + ", datacenter=" + datacenter + ", dataDir=" + dataDir
                 + ", dev=" + dev + ", bootstrapExpect=" + bootstrapExpect + ", bindAddr=" + bindAddr + ", clientAddr=" + clientAddr
                 + ", ports=" + ports + ", retryJoin=" + retryJoin + ", staticServers=" + staticServers + ", leaveDrainTime="
-                + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", raft=" + raft + ", autopilot=" + autopilot
+                + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
                 + "]";

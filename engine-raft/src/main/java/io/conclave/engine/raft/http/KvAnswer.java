@@ -63,8 +63,31 @@ final class KvAnswer {
         });
     }
 
+    /**
+     * The answer's {@code X-Consul-Index} is Consul's: a key's own index, or a prefix's (the largest ModifyIndex
+     * under it, deletions included), computed on a worker since it is proportional to the keys under the prefix.
+     */
     private static void answer(Context context, HttpServerRequest request, KvView view, String key) {
-        request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, view.index())));
+        boolean keys = request.params().contains("keys");
+        if (keys || request.params().contains("recurse")) {
+            if (key.isEmpty()) {
+                answer(context, request, view, key, view.prefixIndex(key)); // the store's last change: O(1)
+            } else {
+                context.executeBlocking(() -> view.prefixIndex(key), false).onComplete(index -> {
+                    if (index.failed()) {
+                        HttpApi.error(request, 500, "cannot read the index of " + key + ": " + index.cause().getMessage());
+                    } else {
+                        answer(context, request, view, key, index.result());
+                    }
+                });
+            }
+        } else {
+            answer(context, request, view, key, view.keyIndex(key));
+        }
+    }
+
+    private static void answer(Context context, HttpServerRequest request, KvView view, String key, long index) {
+        request.response().putHeader("X-Consul-Index", Long.toString(index));
         boolean keys = request.params().contains("keys");
         Collection<KvEntry> matching;
         if (keys || request.params().contains("recurse")) {

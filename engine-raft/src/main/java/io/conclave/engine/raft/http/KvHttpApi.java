@@ -34,7 +34,6 @@ public final class KvHttpApi {
     public static final String PREFIX = "/v1/kv/";
     static final Duration DEFAULT_WAIT = Duration.ofMinutes(5);
     static final Duration MAX_WAIT = Duration.ofMinutes(10);
-    static final long BLOCKING_POLL_MILLIS = 20;
     /** While there is no leader, a request waits this long for one, then fails with 500, as Consul's does. */
     static final Duration NO_LEADER_WAIT = Duration.ofSeconds(5);
     static final long NO_LEADER_RETRY_MILLIS = 25;
@@ -47,6 +46,7 @@ public final class KvHttpApi {
     private final RaftNode node;
     private final LeaderForwarder forwarder;
     private final Duration attemptTimeout;
+    private final io.conclave.engine.raft.kv.KvWatches watches;
     private HttpApi http;
 
     /**
@@ -61,6 +61,12 @@ public final class KvHttpApi {
         this.node = node;
         this.forwarder = forwarder;
         this.attemptTimeout = attemptTimeout;
+        this.watches = new io.conclave.engine.raft.kv.KvWatches(() -> node.read(machine -> ((KvStateMachine) machine).view()));
+    }
+
+    /** The blocking queries' registry: the state machine hands it each change ({@link KvStateMachine#onChange}). */
+    public io.conclave.engine.raft.kv.KvWatches watches() {
+        return watches;
     }
 
     /** Registers the routes on {@code http}. */
@@ -164,7 +170,9 @@ public final class KvHttpApi {
         }
         boolean stale = request.params().contains("stale");
         io.vertx.core.Context requestContext = vertx.getOrCreateContext(); // the HTTP server's event loop for this request
-        readyToRead(stale).compose(ignored -> awaitIndex(index, wait))
+        io.conclave.engine.raft.kv.KvWatches.Query query = new io.conclave.engine.raft.kv.KvWatches.Query(key,
+                request.params().contains("recurse") || request.params().contains("keys"));
+        readyToRead(stale).compose(ignored -> awaitIndex(request, query, index, wait))
                 .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view())) // O(1) on the node's context
                 .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
                 .onFailure(error -> fail(request, error));
@@ -208,19 +216,21 @@ public final class KvHttpApi {
         }
     }
 
-    /** A blocking query: completes once the store's index passes {@code index}, or when {@code wait} runs out. */
-    private Future<Void> awaitIndex(long index, Duration wait) {
+    /**
+     * A blocking query: completes once the query's index passes {@code index} (woken by the apply of a change under
+     * its key or prefix, {@link io.conclave.engine.raft.kv.KvWatches}), or when {@code wait} runs out, plus up to a
+     * sixteenth of it at random, as Consul adds, so that watches started together do not all return together. A
+     * watch whose client goes away is cancelled at once.
+     */
+    private Future<Void> awaitIndex(HttpServerRequest request, io.conclave.engine.raft.kv.KvWatches.Query query, long index,
+                                    Duration wait) {
         if (index == 0) {
             return Future.succeededFuture();
         }
-        long deadline = System.nanoTime() + wait.toNanos();
-        return node.read(machine -> ((KvStateMachine) machine).index()).compose(current -> {
-            if (current > index || System.nanoTime() >= deadline) {
-                return Future.succeededFuture();
-            }
-            return Future.<Void>future(promise -> vertx.setTimer(BLOCKING_POLL_MILLIS, id -> promise.complete()))
-                    .compose(v -> awaitIndex(index, Duration.ofNanos(Math.max(0, deadline - System.nanoTime()))));
-        });
+        long jitter = wait.toNanos() / 16 <= 0 ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextLong(wait.toNanos() / 16);
+        io.conclave.engine.raft.kv.KvWatches.Handle watch = watches.await(query, index, wait.plusNanos(jitter));
+        request.response().closeHandler(closed -> watch.cancel());
+        return watch.woken();
     }
 
     // ---------------------------------------------------------------- PUT and DELETE

@@ -18,8 +18,11 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
      * cas: the chunk's number from 0, value: a batch of entries, {@link KvStateMachine#encodeBatch}) stages a part
      * of the state aside, {@code RESTORE_COMMIT} (key: the id, cas: the number of chunks, flags: the number of
      * entries) swaps the staged state in at once, {@code RESTORE_ABORT} (key: the id) drops it.
+     *
+     * <p>{@code REAP_TOMBSTONES} (cas: an index) drops the tombstones of deletes at or before that index: the
+     * leader proposes it once they are older than {@code tombstone_ttl} by its clock.
      */
-    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT }
+    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES }
 
     public static final long NO_CAS = -1;
 

@@ -31,10 +31,11 @@ public final class KvStateMachine implements StateMachine {
     private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
     /**
-     * Version 2 added the system entries, version 3 a restore's staged state; versions 1 and 2 are still read. A
+     * Version 2 added the system entries, version 3 a restore's staged state, version 4 the tombstones and the
+     * store's last change; all earlier versions are still read. A
      * user's snapshot archive ({@link SnapshotArchive}) carries the state in version 2, {@link #writeState}.
      */
-    private static final int SNAPSHOT_VERSION = 3;
+    private static final int SNAPSHOT_VERSION = 4;
     static final int STATE_VERSION = 2;
 
     /**
@@ -50,6 +51,32 @@ public final class KvStateMachine implements StateMachine {
     }
 
     private Staging staging;
+
+    /**
+     * What a blocking query is told of: after the apply at {@code raftIndex}, the store is {@code after}, and the
+     * users' keys {@code keys} changed ({@code null}: any may have, as after a restore). Called on the node's
+     * context, for every apply that changed a user's key: it must only hand the change on.
+     */
+    @FunctionalInterface
+    public interface ChangeListener {
+        void changed(long raftIndex, KvView after, List<String> keys);
+    }
+
+    private volatile ChangeListener changeListener = (raftIndex, after, keys) -> { };
+
+    /** Tells {@code listener} of each change to the users' keys, as it is applied. */
+    public void onChange(ChangeListener listener) {
+        this.changeListener = listener;
+    }
+
+    /**
+     * One tombstone per deleted key: the index of its delete, so that a prefix's index (Consul's: the largest
+     * ModifyIndex under it, deletions included) never goes backwards when a key under it is deleted. Reaped by a
+     * {@code REAP_TOMBSTONES} entry once older than {@code tombstone_ttl}, as Consul's are.
+     */
+    private TreePMap<String, Long> tombstones = TreePMap.empty();
+    /** The index of the last change to the users' keys or tombstones (Consul's table index). */
+    private long kvIndex;
 
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
     /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
@@ -73,9 +100,22 @@ public final class KvStateMachine implements StateMachine {
         }
         return switch (kv.op()) {
             case PUT -> put(raftIndex, kv) ? TRUE : FALSE;
-            case DELETE -> delete(kv) ? TRUE : FALSE;
+            case DELETE -> delete(raftIndex, kv) ? TRUE : FALSE;
             case DELETE_TREE -> {
-                entries = entries.minusAll(entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).keySet());
+                List<String> deleted = new ArrayList<>(entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).keySet());
+                if (!deleted.isEmpty()) {
+                    entries = entries.minusAll(deleted);
+                    TreePMap<String, Long> stones = tombstones;
+                    for (String key : deleted) {
+                        stones = stones.plus(key, raftIndex);
+                    }
+                    tombstones = stones;
+                    changed(raftIndex, deleted);
+                }
+                yield TRUE;
+            }
+            case REAP_TOMBSTONES -> {
+                reapTombstones(raftIndex, kv.cas());
                 yield TRUE;
             }
             case SYSTEM_PUT -> {
@@ -141,8 +181,10 @@ public final class KvStateMachine implements StateMachine {
         }
         staging = null;
         entries = done.entries();
+        tombstones = TreePMap.empty(); // a restored store has no history; every prefix's index is the restore's now
         system = system.plusAll(done.system());
         done.system().values().forEach(entry -> systemListener.accept(entry));
+        changed(index, null);
         return true;
     }
 
@@ -195,15 +237,48 @@ public final class KvStateMachine implements StateMachine {
         }
         long createIndex = existing == null ? raftIndex : existing.createIndex();
         entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), createIndex, raftIndex));
+        if (!tombstones.isEmpty()) {
+            tombstones = tombstones.minus(kv.key()); // the key's own ModifyIndex is later than its tombstone
+        }
+        changed(raftIndex, List.of(kv.key()));
         return true;
     }
 
-    private boolean delete(KvCommand kv) {
-        if (!casHolds(entries.get(kv.key()), kv.cas())) {
+    private boolean delete(long raftIndex, KvCommand kv) {
+        KvEntry existing = entries.get(kv.key());
+        if (!casHolds(existing, kv.cas())) {
             return false;
         }
-        entries = entries.minus(kv.key());
+        if (existing != null) {
+            entries = entries.minus(kv.key());
+            tombstones = tombstones.plus(kv.key(), raftIndex);
+            changed(raftIndex, List.of(kv.key()));
+        }
         return true;
+    }
+
+    /** Drops the tombstones of deletes at or before {@code upTo}: a prefix's index may then go back, as Consul's does. */
+    private void reapTombstones(long raftIndex, long upTo) {
+        List<String> reaped = new ArrayList<>();
+        for (Map.Entry<String, Long> stone : tombstones.entrySet()) {
+            if (stone.getValue() <= upTo) {
+                reaped.add(stone.getKey());
+            }
+        }
+        if (!reaped.isEmpty()) {
+            tombstones = tombstones.minusAll(reaped);
+            kvIndex = raftIndex;
+        }
+    }
+
+    private void changed(long raftIndex, List<String> keys) {
+        kvIndex = raftIndex;
+        changeListener.changed(raftIndex, view(), keys);
+    }
+
+    /** The tombstones now: each deleted key and the index of its delete (for tests and the reaper). */
+    public Map<String, Long> tombstones() {
+        return tombstones;
     }
 
     private static boolean casHolds(KvEntry existing, long cas) {
@@ -225,7 +300,7 @@ public final class KvStateMachine implements StateMachine {
 
     /** The store as it is now, immutable, in O(1): to be read on any thread. */
     public KvView view() {
-        return new KvView(index, entries);
+        return new KvView(index, entries, tombstones, kvIndex);
     }
 
     /** The highest Raft index applied to the store (X-Consul-Index); never goes backwards. */
@@ -241,7 +316,7 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        write(output, index, entries, system, staging);
+        write(output, view(), system, staging);
     }
 
     /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
@@ -250,7 +325,7 @@ public final class KvStateMachine implements StateMachine {
         KvView view = view();
         TreePMap<String, KvEntry> systemNow = system;
         Staging stagingNow = staging;
-        return output -> write(output, view.index(), view.entries(), systemNow, stagingNow);
+        return output -> write(output, view, systemNow, stagingNow);
     }
 
     /** The users' keys and the system entries as of one point, in O(1): what a user's snapshot archive holds. */
@@ -294,12 +369,11 @@ public final class KvStateMachine implements StateMachine {
         }
     }
 
-    private static void write(OutputStream output, long index, Map<String, KvEntry> entries, Map<String, KvEntry> system,
-                              Staging staging) throws IOException {
+    private static void write(OutputStream output, KvView view, Map<String, KvEntry> system, Staging staging) throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
-        data.writeLong(index);
-        writeEntries(data, entries.values());
+        data.writeLong(view.index());
+        writeEntries(data, view.entries().values());
         writeEntries(data, system.values());
         data.writeBoolean(staging != null);
         if (staging != null) {
@@ -308,6 +382,12 @@ public final class KvStateMachine implements StateMachine {
             data.writeLong(staging.count());
             writeEntries(data, staging.entries().values());
             writeEntries(data, staging.system().values());
+        }
+        data.writeLong(view.kvIndex());
+        data.writeInt(view.tombstones().size());
+        for (Map.Entry<String, Long> stone : view.tombstones().entrySet()) {
+            data.writeUTF(stone.getKey());
+            data.writeLong(stone.getValue());
         }
         data.flush();
     }
@@ -348,11 +428,30 @@ public final class KvStateMachine implements StateMachine {
             restoredStaging = new Staging(id, next, count, readEntries(data), readEntries(data));
         }
         Staging stagedThen = restoredStaging;
+        long restoredKvIndex = restoredIndex;
+        TreePMap<String, Long> restoredTombstones = TreePMap.empty();
+        if (version >= 4) {
+            restoredKvIndex = data.readLong();
+            int count = data.readInt();
+            if (count < 0) {
+                throw new IOException("damaged key/value snapshot: " + count + " tombstones");
+            }
+            TreeMap<String, Long> stones = new TreeMap<>();
+            for (int i = 0; i < count; i++) {
+                stones.put(data.readUTF(), data.readLong());
+            }
+            restoredTombstones = TreePMap.fromSortedMap(stones);
+        }
+        long kvIndexThen = restoredKvIndex;
+        TreePMap<String, Long> tombstonesThen = restoredTombstones;
         return () -> {
             entries = restored;
             system = restoredSystem;
             staging = stagedThen;
             index = restoredIndex;
+            kvIndex = kvIndexThen;
+            tombstones = tombstonesThen;
+            changeListener.changed(restoredIndex, view(), null); // a follower that installs a snapshot: anything may have changed
             restoredSystem.values().forEach(entry -> systemListener.accept(entry));
         };
     }
