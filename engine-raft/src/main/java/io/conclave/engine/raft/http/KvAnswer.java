@@ -65,32 +65,14 @@ final class KvAnswer {
 
     /**
      * The answer's {@code X-Consul-Index} is Consul's: a key's own index, or a prefix's (the largest ModifyIndex
-     * under it, deletions included), computed on a worker since it is proportional to the keys under the prefix.
+     * under it, deletions included). A prefix's is proportional to the keys under it, so it is computed on a worker:
+     * with the first chunk of the answer, or alone for a 404.
      */
     private static void answer(Context context, HttpServerRequest request, KvView view, String key) {
         boolean keys = request.params().contains("keys");
-        if (keys || request.params().contains("recurse")) {
-            if (key.isEmpty()) {
-                answer(context, request, view, key, view.prefixIndex(key)); // the store's last change: O(1)
-            } else {
-                context.executeBlocking(() -> view.prefixIndex(key), false).onComplete(index -> {
-                    if (index.failed()) {
-                        HttpApi.error(request, 500, "cannot read the index of " + key + ": " + index.cause().getMessage());
-                    } else {
-                        answer(context, request, view, key, index.result());
-                    }
-                });
-            }
-        } else {
-            answer(context, request, view, key, view.keyIndex(key));
-        }
-    }
-
-    private static void answer(Context context, HttpServerRequest request, KvView view, String key, long index) {
-        request.response().putHeader("X-Consul-Index", Long.toString(index));
-        boolean keys = request.params().contains("keys");
+        boolean prefix = keys || request.params().contains("recurse");
         Collection<KvEntry> matching;
-        if (keys || request.params().contains("recurse")) {
+        if (prefix) {
             matching = view.withPrefix(key);
         } else {
             KvEntry entry = view.get(key);
@@ -98,10 +80,16 @@ final class KvAnswer {
         }
         Iterator<KvEntry> iterator = matching.iterator(); // O(log n) to reach the first
         if (!iterator.hasNext()) {
-            if (keys) {
-                HttpApi.error(request, 404, "");
+            if (prefix && !key.isEmpty()) {
+                context.executeBlocking(() -> view.prefixIndex(key), false).onComplete(index -> {
+                    if (index.failed()) {
+                        HttpApi.error(request, 500, "cannot read the index of " + key + ": " + index.cause().getMessage());
+                    } else {
+                        notFound(request, keys, index.result());
+                    }
+                });
             } else {
-                request.response().setStatusCode(404).end();
+                notFound(request, keys, prefix ? view.prefixIndex(key) : view.keyIndex(key)); // O(1), O(log n)
             }
             return;
         }
@@ -109,8 +97,27 @@ final class KvAnswer {
         if (mode == Mode.RAW) {
             iterator = java.util.List.of(iterator.next()).iterator(); // raw answers the first value alone
         }
-        new KvAnswer(context, request, iterator, mode, key, request.getParam("separator")).next();
+        KvAnswer answer = new KvAnswer(context, request, iterator, mode, key, request.getParam("separator"));
+        if (prefix && !key.isEmpty()) {
+            answer.indexOnWorker = () -> view.prefixIndex(key);
+        } else {
+            answer.index = prefix ? view.prefixIndex(key) : view.keyIndex(key);
+        }
+        answer.next();
     }
+
+    private static void notFound(HttpServerRequest request, boolean keys, long index) {
+        request.response().putHeader("X-Consul-Index", Long.toString(index));
+        if (keys) {
+            HttpApi.error(request, 404, "");
+        } else {
+            request.response().setStatusCode(404).end();
+        }
+    }
+
+    /** The answer's index; or computed by the first chunk's worker task, from {@link #indexOnWorker}. */
+    private long index;
+    private java.util.function.LongSupplier indexOnWorker;
 
     /** Encodes the next chunk on a worker, then writes it here; again once the write queue drains. */
     private void next() {
@@ -129,6 +136,9 @@ final class KvAnswer {
             }
             Buffer chunk = result.result();
             boolean last = !entries.hasNext();
+            if (!opened) {
+                response.putHeader("X-Consul-Index", Long.toString(index)); // set by the worker task, seen after it
+            }
             if (!opened && last) {
                 response.setStatusCode(200).putHeader("Content-Type", contentType()).end(chunk);
                 return;
@@ -159,6 +169,10 @@ final class KvAnswer {
 
     /** On a worker: the next piece of the answer; the iterator walks an immutable map, so any thread may. */
     private Buffer encodeChunk() {
+        if (indexOnWorker != null) {
+            index = indexOnWorker.getAsLong();
+            indexOnWorker = null;
+        }
         if (mode == Mode.RAW) {
             return Buffer.buffer(entries.next().value());
         }

@@ -173,7 +173,8 @@ public final class KvHttpApi {
         io.conclave.engine.raft.kv.KvWatches.Query query = new io.conclave.engine.raft.kv.KvWatches.Query(key,
                 request.params().contains("recurse") || request.params().contains("keys"));
         readyToRead(stale).compose(ignored -> awaitIndex(request, query, index, wait))
-                .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view())) // O(1) on the node's context
+                // the store as the change that woke the query left it, else read now (O(1) on the node's context)
+                .compose(woken -> woken != null ? Future.succeededFuture(woken) : node.read(machine -> ((KvStateMachine) machine).view()))
                 .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
                 .onFailure(error -> fail(request, error));
     }
@@ -222,10 +223,10 @@ public final class KvHttpApi {
      * sixteenth of it at random, as Consul adds, so that watches started together do not all return together. A
      * watch whose client goes away is cancelled at once.
      */
-    private Future<Void> awaitIndex(HttpServerRequest request, io.conclave.engine.raft.kv.KvWatches.Query query, long index,
-                                    Duration wait) {
+    private Future<io.conclave.engine.raft.kv.KvView> awaitIndex(HttpServerRequest request, io.conclave.engine.raft.kv.KvWatches.Query query,
+                                                                 long index, Duration wait) {
         if (index == 0) {
-            return Future.succeededFuture();
+            return Future.succeededFuture(null);
         }
         long jitter = wait.toNanos() / 16 <= 0 ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextLong(wait.toNanos() / 16);
         io.conclave.engine.raft.kv.KvWatches.Handle watch = watches.await(query, index, wait.plusNanos(jitter));

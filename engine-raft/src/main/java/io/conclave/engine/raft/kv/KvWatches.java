@@ -43,8 +43,11 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
 
     /** A waiting query: cancel it when its client goes away. */
     public interface Handle {
-        /** Completes when the query's index passed the one it was given, or its wait ran out; never fails. */
-        Future<Void> woken();
+        /**
+         * Completes when the query's index passed the one it was given — with the store as the change that woke it
+         * left it (no second read needed) — or with {@code null} when its wait ran out or it was cancelled; never fails.
+         */
+        Future<KvView> woken();
 
         void cancel();
     }
@@ -71,7 +74,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
     private final class Watch implements Handle {
         final Query query;
         final long index;
-        final Promise<Void> done = Promise.promise();
+        final Promise<KvView> done = Promise.promise();
         ScheduledFuture<?> timer;
         boolean finished;
 
@@ -81,13 +84,13 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         }
 
         @Override
-        public Future<Void> woken() {
+        public Future<KvView> woken() {
             return done.future();
         }
 
         @Override
         public void cancel() {
-            thread.execute(() -> finish(this));
+            thread.execute(() -> finish(this, null));
         }
     }
 
@@ -100,10 +103,15 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         waiting.incrementAndGet(); // before the read below: every change applied after it is handed over
         thread.execute(() -> {
             add(watch);
-            watch.timer = thread.schedule(() -> finish(watch), Math.max(0, wait.toNanos()), TimeUnit.NANOSECONDS);
+            watch.timer = thread.schedule(() -> finish(watch, null), Math.max(0, wait.toNanos()), TimeUnit.NANOSECONDS);
             current.get().onComplete(read -> thread.execute(() -> {
-                if (!watch.finished && (read.failed() || watch.query.indexIn(read.result()) > watch.index)) {
-                    finish(watch); // already past (or the store cannot be read): the caller reads and answers now
+                if (watch.finished) {
+                    return;
+                }
+                if (read.failed()) {
+                    finish(watch, null); // the store cannot be read: the caller reads (and fails) now
+                } else if (watch.query.indexIn(read.result()) > watch.index) {
+                    finish(watch, read.result()); // already past
                 }
             }));
         });
@@ -153,7 +161,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
             // it (a server behind the client's last answer) is checked against the store itself
             if (!watch.finished && (raftIndex > watch.index || watch.query.indexIn(after) > watch.index)) {
                 woken.incrementAndGet();
-                finish(watch);
+                finish(watch, after);
             }
         }
     }
@@ -167,7 +175,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         }
     }
 
-    private void finish(Watch watch) {
+    private void finish(Watch watch, KvView view) {
         if (watch.finished) {
             return;
         }
@@ -186,7 +194,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
                 prefixLengths.computeIfPresent(watch.query.key().length(), (length, count) -> count == 1 ? null : count - 1);
             }
         }
-        watch.done.tryComplete();
+        watch.done.tryComplete(view);
     }
 
     @Override
@@ -195,7 +203,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
             List<Watch> all = new ArrayList<>();
             byKey.values().forEach(all::addAll);
             byPrefix.values().forEach(all::addAll);
-            all.forEach(this::finish);
+            all.forEach(watch -> finish(watch, null));
         });
         thread.shutdown();
     }
