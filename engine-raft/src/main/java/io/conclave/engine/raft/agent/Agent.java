@@ -68,6 +68,8 @@ public final class Agent implements AutoCloseable {
     private final PluginRegistry registry;
     private final Path dataDir;
     private io.conclave.engine.raft.http.TombstoneReaper tombstoneReaper;
+    private io.conclave.engine.raft.http.SessionKeeper sessionKeeper;
+    private AutoCloseable membershipSubscription;
     private final DirectoryLock dataDirLock;
     private final boolean temporaryDataDir;
     private final NodeIdentity identity;
@@ -327,6 +329,12 @@ public final class Agent implements AutoCloseable {
         kvApi.register(http);
         tombstoneReaper = new io.conclave.engine.raft.http.TombstoneReaper(vertx, node, kvApi, config.tombstoneTtl());
         tombstoneReaper.start();
+        sessionKeeper = new io.conclave.engine.raft.http.SessionKeeper(node, kvApi, membership::members);
+        stateMachine.onSessionChange(sessionKeeper);
+        membershipSubscription = membership.subscribe(sessionKeeper::membershipChanged);
+        sessionKeeper.start();
+        new io.conclave.engine.raft.http.SessionHttpApi(node, kvApi, config.nodeName(), config.sessionTtlMin(), membership::members)
+                .register(http);
         try {
             new io.conclave.engine.raft.http.SnapshotHttpApi(vertx, node, kvApi, config.datacenter(), config.nodeName(),
                     dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
@@ -476,7 +484,8 @@ public final class Agent implements AutoCloseable {
                         .put("Server", true)
                         .put("Version", identity.version())
                         .put("BootstrapExpect", config.bootstrapExpect())
-                        .put("DevMode", config.dev()))
+                        .put("DevMode", config.dev())
+                        .put("SessionTTLMin", config.sessionTtlMin().toNanos()))
                 .put("Member", MembershipHttpApi.memberJson(membership.local()))
                 .put("Meta", new JsonObject(new java.util.LinkedHashMap<String, Object>(config.nodeMeta())))
                 .put("Plugins", plugins)
@@ -730,6 +739,16 @@ public final class Agent implements AutoCloseable {
             await(http.close());
             if (tombstoneReaper != null) {
                 tombstoneReaper.stop();
+            }
+            if (membershipSubscription != null) {
+                try {
+                    membershipSubscription.close();
+                } catch (Exception e) {
+                    LOG.debug("closing the sessions' membership subscription: {}", e.getMessage());
+                }
+            }
+            if (sessionKeeper != null) {
+                sessionKeeper.close();
             }
             if (kvApi != null) {
                 kvApi.watches().close();

@@ -32,6 +32,7 @@ public record ConclaveConfig(
         boolean leaveOnTerminate,
         Duration leaveTimeout,
         Duration tombstoneTtl,
+        Duration sessionTtlMin,
         Raft raft,
         Autopilot autopilot,
         Limits limits,
@@ -101,7 +102,7 @@ public record ConclaveConfig(
         return "ConclaveConfig[nodeName=" + nodeName + ", nodeId=" + nodeId + ", datacenter=" + datacenter + ", dataDir=" + dataDir
                 + ", dev=" + dev + ", bootstrapExpect=" + bootstrapExpect + ", bindAddr=" + bindAddr + ", clientAddr=" + clientAddr
                 + ", ports=" + ports + ", retryJoin=" + retryJoin + ", staticServers=" + staticServers + ", leaveDrainTime="
-                + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", raft=" + raft + ", autopilot=" + autopilot
+                + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
                 + "]";

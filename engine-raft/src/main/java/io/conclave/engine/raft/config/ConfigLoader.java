@@ -294,6 +294,8 @@ public final class ConfigLoader {
         Duration leaveTimeout = json.duration("leave_timeout", DEFAULT_LEAVE_TIMEOUT, Duration.ofSeconds(1), Duration.ofMinutes(10));
         // how long the key of a delete is remembered, so that its prefix's index never goes back meanwhile (Consul's 15 min)
         Duration tombstoneTtl = json.duration("tombstone_ttl", DEFAULT_TOMBSTONE_TTL, Duration.ofSeconds(1), Duration.ofDays(1));
+        // the shortest TTL a session may ask for (Consul's session_ttl_min)
+        Duration sessionTtlMin = json.duration("session_ttl_min", DEFAULT_SESSION_TTL_MIN, Duration.ofMillis(100), Duration.ofHours(1));
         ConclaveConfig.Raft raft = readRaft(json.object("raft"));
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
         ConclaveConfig.Limits limits = readLimits(json.object("limits"));
@@ -313,7 +315,7 @@ public final class ConfigLoader {
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
-                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
+                ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
     }
 
@@ -365,6 +367,7 @@ public final class ConfigLoader {
     }
 
     public static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(15);
+    public static final Duration DEFAULT_SESSION_TTL_MIN = Duration.ofSeconds(10);
 
     /** Connections one client address may hold: enough for 2,000 blocking watchers from one host, and more. */
     public static final int DEFAULT_HTTP_MAX_CONNS_PER_CLIENT = 2_500;

@@ -193,11 +193,14 @@ final class KvAnswer {
                 json.append(Json.encode(name));
             } else {
                 separate(json);
-                json.append("{\"LockIndex\":0,\"Key\":").append(Json.encode(entry.key()))
+                json.append("{\"LockIndex\":").append(entry.lockIndex()).append(",\"Key\":").append(Json.encode(entry.key()))
                         .append(",\"Flags\":").append(Long.toUnsignedString(entry.flags()))
                         .append(",\"Value\":").append(entry.value().length == 0 ? "null"
-                                : '"' + Base64.getEncoder().encodeToString(entry.value()) + '"')
-                        .append(",\"CreateIndex\":").append(entry.createIndex())
+                                : '"' + Base64.getEncoder().encodeToString(entry.value()) + '"');
+                if (entry.session() != null) { // omitted when none, as Consul's
+                    json.append(",\"Session\":").append(Json.encode(entry.session()));
+                }
+                json.append(",\"CreateIndex\":").append(entry.createIndex())
                         .append(",\"ModifyIndex\":").append(entry.modifyIndex()).append('}');
             }
         }

@@ -38,8 +38,6 @@ public final class KvHttpApi {
     static final Duration NO_LEADER_WAIT = Duration.ofSeconds(5);
     static final long NO_LEADER_RETRY_MILLIS = 25;
 
-    /** PUT parameters whose meaning (sessions and locks) Conclave does not have yet: refused, never ignored. */
-    static final List<String> UNSUPPORTED_PUT_PARAMETERS = List.of("acquire", "release");
 
     private final Vertx vertx;
     private final String datacenter;
@@ -237,12 +235,14 @@ public final class KvHttpApi {
     // ---------------------------------------------------------------- PUT and DELETE
 
     private void put(HttpServerRequest request) {
-        if (refusedParameters(request, UNSUPPORTED_PUT_PARAMETERS)) {
+        if (refusedParameters(request, List.of())) {
             return;
         }
         String key;
         long flags;
         long cas;
+        String acquire;
+        String release;
         try {
             key = key(request);
             if (key.isEmpty()) {
@@ -250,12 +250,21 @@ public final class KvHttpApi {
             }
             flags = unsignedParam(request, "flags", 0);
             cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            acquire = request.getParam("acquire");
+            release = request.getParam("release");
+            if ((acquire != null && acquire.isEmpty()) || (release != null && release.isEmpty())) {
+                throw new BadRequest("missing session: ?acquire and ?release name a session");
+            }
         } catch (BadRequest e) {
             HttpApi.error(request, 400, e.getMessage()); // at once: the body is not read (the connection is closed)
             return;
         }
+        // Consul's precedence when several are given: release, then acquire, then cas
+        KvCommand.Op op = release != null ? KvCommand.Op.UNLOCK : acquire != null ? KvCommand.Op.LOCK : KvCommand.Op.PUT;
+        String session = release != null ? release : acquire;
         http.readBody(request, Limits.MAX_VALUE_BYTES, "value",
-                body -> write(request, new KvCommand(KvCommand.Op.PUT, key, body.getBytes(), flags, cas)));
+                body -> write(request, new KvCommand(op, key, body.getBytes(), flags, op == KvCommand.Op.PUT ? cas : KvCommand.NO_CAS,
+                        session)));
     }
 
     private void delete(HttpServerRequest request) {
@@ -366,8 +375,18 @@ public final class KvHttpApi {
 
     private void write(HttpServerRequest request, KvCommand command) {
         submit(command)
-                .onSuccess(result -> HttpApi.json(request, 200, new String(result, StandardCharsets.UTF_8)))
+                .onSuccess(result -> answer(request, result))
                 .onFailure(error -> fail(request, error));
+    }
+
+    /** The state machine's answer: {@code true}/{@code false}, or an error Consul answers 500 with its message. */
+    static void answer(HttpServerRequest request, byte[] result) {
+        String text = new String(result, StandardCharsets.UTF_8);
+        if (text.startsWith(KvStateMachine.ERROR_PREFIX)) {
+            HttpApi.error(request, 500, text.substring(KvStateMachine.ERROR_PREFIX.length()));
+        } else {
+            HttpApi.json(request, 200, text);
+        }
     }
 
     /** Consul answers 500 with a message when there is no leader or the request could not be served. */

@@ -5,10 +5,15 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * A write to the key/value store, encoded as a log entry's data: {@code op:byte, cas:long, flags:long,
- * key (length-prefixed UTF-8), value (length-prefixed)}. {@code cas} is -1 when the write is unconditional;
- * 0 means "only if the key does not exist", as in Consul.
+ * key (length-prefixed UTF-8), value (length-prefixed)[, session (length-prefixed UTF-8)]}. {@code cas} is -1
+ * when the write is unconditional; 0 means "only if the key does not exist", as in Consul. The session is written
+ * only when there is one (a lock's acquire or release), so every entry written before sessions existed reads the same.
  */
-public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
+public record KvCommand(Op op, String key, byte[] value, long flags, long cas, String session) {
+
+    public KvCommand(Op op, String key, byte[] value, long flags, long cas) {
+        this(op, key, value, flags, cas, null);
+    }
 
     /**
      * {@code SYSTEM_PUT} writes the engine's own replicated settings (autopilot's configuration), kept apart from the
@@ -21,17 +26,29 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
      *
      * <p>{@code REAP_TOMBSTONES} (cas: an index) drops the tombstones of deletes at or before that index: the
      * leader proposes it once they are older than {@code tombstone_ttl} by its clock.
+     *
+     * <p>Sessions and locks, Consul's: {@code LOCK} and {@code UNLOCK} (key, value, flags, session) are a PUT's
+     * {@code ?acquire} and {@code ?release}; {@code SESSION_CREATE} (key: the id, value: {@link Session#encode}),
+     * {@code SESSION_RENEW} (key: the id), {@code SESSION_DESTROY} (key: the id; cas: the renew index the session
+     * must still have — how the leader's TTL expiry loses to a renew applied first — or -1, unconditional).
      */
-    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES }
+    public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES,
+        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY }
 
     public static final long NO_CAS = -1;
 
     public byte[] encode() {
         byte[] keyBytes = key.getBytes(StandardCharsets.UTF_8);
         byte[] valueBytes = value == null ? new byte[0] : value;
-        return ByteBuffer.allocate(1 + 8 + 8 + 4 + keyBytes.length + 4 + valueBytes.length)
+        byte[] sessionBytes = session == null ? null : session.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer buffer = ByteBuffer.allocate(1 + 8 + 8 + 4 + keyBytes.length + 4 + valueBytes.length
+                        + (sessionBytes == null ? 0 : 4 + sessionBytes.length))
                 .put((byte) op.ordinal()).putLong(cas).putLong(flags)
-                .putInt(keyBytes.length).put(keyBytes).putInt(valueBytes.length).put(valueBytes).array();
+                .putInt(keyBytes.length).put(keyBytes).putInt(valueBytes.length).put(valueBytes);
+        if (sessionBytes != null) {
+            buffer.putInt(sessionBytes.length).put(sessionBytes);
+        }
+        return buffer.array();
     }
 
     /** Decodes a command; throws {@link IllegalArgumentException} on damaged data. */
@@ -48,10 +65,16 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas) {
             buffer.get(key);
             byte[] value = new byte[buffer.getInt()];
             buffer.get(value);
+            String session = null;
+            if (buffer.hasRemaining()) {
+                byte[] sessionBytes = new byte[buffer.getInt()];
+                buffer.get(sessionBytes);
+                session = new String(sessionBytes, StandardCharsets.UTF_8);
+            }
             if (buffer.hasRemaining()) {
                 throw new IllegalArgumentException("trailing bytes in a key/value command");
             }
-            return new KvCommand(Op.values()[op], new String(key, StandardCharsets.UTF_8), value, flags, cas);
+            return new KvCommand(Op.values()[op], new String(key, StandardCharsets.UTF_8), value, flags, cas, session);
         } catch (java.nio.BufferUnderflowException | NegativeArraySizeException e) {
             throw new IllegalArgumentException("damaged key/value command", e);
         }

@@ -32,10 +32,10 @@ public final class KvStateMachine implements StateMachine {
     private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
     /**
      * Version 2 added the system entries, version 3 a restore's staged state, version 4 the tombstones and the
-     * store's last change; all earlier versions are still read. A
+     * store's last change, version 5 the sessions and the locks; all earlier versions are still read. A
      * user's snapshot archive ({@link SnapshotArchive}) carries the state in version 2, {@link #writeState}.
      */
-    private static final int SNAPSHOT_VERSION = 4;
+    private static final int SNAPSHOT_VERSION = 5;
     static final int STATE_VERSION = 2;
 
     /**
@@ -78,6 +78,36 @@ public final class KvStateMachine implements StateMachine {
     /** The index of the last change to the users' keys or tombstones (Consul's table index). */
     private long kvIndex;
 
+    /** Consul's sessions, by id. */
+    private TreePMap<String, Session> sessions = TreePMap.empty();
+    /** The keys each session holds the lock of (kept in step with each entry's {@code session}). */
+    private TreePMap<String, org.pcollections.TreePSet<String>> held = TreePMap.empty();
+
+    /**
+     * What the leader's session timers and lock-delays are told of, on the node's context as each entry applies: they
+     * hand it on, and never block.
+     */
+    public interface SessionListener {
+        default void created(Session session) {
+        }
+
+        default void renewed(Session session) {
+        }
+
+        /** {@code session} was invalidated (destroyed, expired, or its node failed); {@code keys} were released or deleted. */
+        default void destroyed(Session session, List<String> keys) {
+        }
+    }
+
+    private volatile SessionListener sessionListener = new SessionListener() { };
+
+    public void onSessionChange(SessionListener listener) {
+        this.sessionListener = listener;
+    }
+
+    /** A state machine's answer that is an error (Consul answers it 500 with the message), neither true nor false. */
+    public static final String ERROR_PREFIX = "error:";
+
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
     /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
     private TreePMap<String, KvEntry> system = TreePMap.empty();
@@ -102,7 +132,14 @@ public final class KvStateMachine implements StateMachine {
             case PUT -> put(raftIndex, kv) ? TRUE : FALSE;
             case DELETE -> delete(raftIndex, kv) ? TRUE : FALSE;
             case DELETE_TREE -> {
-                List<String> deleted = new ArrayList<>(entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).keySet());
+                java.util.Collection<KvEntry> under = entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).values();
+                List<String> deleted = new ArrayList<>(under.size());
+                for (KvEntry entry : under) {
+                    deleted.add(entry.key());
+                    if (entry.session() != null) {
+                        unhold(entry.session(), entry.key());
+                    }
+                }
                 if (!deleted.isEmpty()) {
                     entries = entries.minusAll(deleted);
                     TreePMap<String, Long> stones = tombstones;
@@ -118,6 +155,20 @@ public final class KvStateMachine implements StateMachine {
                 reapTombstones(raftIndex, kv.cas());
                 yield TRUE;
             }
+            case LOCK -> lock(raftIndex, kv);
+            case UNLOCK -> unlock(raftIndex, kv);
+            case SESSION_CREATE -> createSession(raftIndex, kv) ? TRUE : FALSE;
+            case SESSION_RENEW -> {
+                Session session = sessions.get(kv.key());
+                if (session == null) {
+                    yield FALSE;
+                }
+                Session renewed = session.renewed(raftIndex);
+                sessions = sessions.plus(renewed.id(), renewed);
+                sessionListener.renewed(renewed);
+                yield TRUE;
+            }
+            case SESSION_DESTROY -> destroySession(raftIndex, kv.key(), kv.cas()) ? TRUE : FALSE;
             case SYSTEM_PUT -> {
                 KvEntry existing = system.get(kv.key());
                 if (!casHolds(existing, kv.cas())) {
@@ -181,6 +232,7 @@ public final class KvStateMachine implements StateMachine {
         }
         staging = null;
         entries = done.entries();
+        held = TreePMap.empty(); // restored keys hold no lock: their sessions are not in the archive
         tombstones = TreePMap.empty(); // a restored store has no history; every prefix's index is the restore's now
         system = system.plusAll(done.system());
         done.system().values().forEach(entry -> systemListener.accept(entry));
@@ -236,7 +288,9 @@ public final class KvStateMachine implements StateMachine {
             return false;
         }
         long createIndex = existing == null ? raftIndex : existing.createIndex();
-        entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), createIndex, raftIndex));
+        // a plain write keeps the lock and its holder, as Consul's does
+        entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), createIndex, raftIndex,
+                existing == null ? 0 : existing.lockIndex(), existing == null ? null : existing.session()));
         if (!tombstones.isEmpty()) {
             tombstones = tombstones.minus(kv.key()); // the key's own ModifyIndex is later than its tombstone
         }
@@ -251,10 +305,134 @@ public final class KvStateMachine implements StateMachine {
         }
         if (existing != null) {
             entries = entries.minus(kv.key());
+            if (existing.session() != null) {
+                unhold(existing.session(), kv.key());
+            }
             tombstones = tombstones.plus(kv.key(), raftIndex);
             changed(raftIndex, List.of(kv.key()));
         }
         return true;
+    }
+
+    private static byte[] error(String message) {
+        return (ERROR_PREFIX + message).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * {@code ?acquire}, Consul's rules: the session must exist; a key held by another session is not taken (false);
+     * a new holder increments {@code LockIndex}, the holder acquiring again keeps it and updates the value.
+     */
+    private byte[] lock(long raftIndex, KvCommand kv) {
+        if (kv.session() == null || kv.session().isEmpty()) {
+            return error("missing session");
+        }
+        if (!sessions.containsKey(kv.session())) {
+            return error("invalid session \"" + kv.session() + "\"");
+        }
+        KvEntry existing = entries.get(kv.key());
+        long lockIndex;
+        if (existing == null) {
+            lockIndex = 1;
+        } else if (kv.session().equals(existing.session())) {
+            lockIndex = existing.lockIndex();
+        } else if (existing.session() != null) {
+            return FALSE;
+        } else {
+            lockIndex = existing.lockIndex() + 1;
+        }
+        entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), existing == null ? raftIndex : existing.createIndex(),
+                raftIndex, lockIndex, kv.session()));
+        org.pcollections.TreePSet<String> keys = held.get(kv.session());
+        held = held.plus(kv.session(), (keys == null ? org.pcollections.TreePSet.<String>empty() : keys).plus(kv.key()));
+        if (!tombstones.isEmpty()) {
+            tombstones = tombstones.minus(kv.key());
+        }
+        changed(raftIndex, List.of(kv.key()));
+        return TRUE;
+    }
+
+    /** {@code ?release}: only by the holder; clears the holder, keeps {@code LockIndex}, writes the value. */
+    private byte[] unlock(long raftIndex, KvCommand kv) {
+        if (kv.session() == null || kv.session().isEmpty()) {
+            return error("missing session");
+        }
+        KvEntry existing = entries.get(kv.key());
+        if (existing == null || !kv.session().equals(existing.session())) {
+            return FALSE;
+        }
+        entries = entries.plus(kv.key(), new KvEntry(kv.key(), kv.value(), kv.flags(), existing.createIndex(), raftIndex,
+                existing.lockIndex(), null));
+        unhold(kv.session(), kv.key());
+        changed(raftIndex, List.of(kv.key()));
+        return TRUE;
+    }
+
+    private void unhold(String session, String key) {
+        org.pcollections.TreePSet<String> keys = held.get(session);
+        if (keys != null) {
+            org.pcollections.TreePSet<String> left = keys.minus(key);
+            held = left.isEmpty() ? held.minus(session) : held.plus(session, left);
+        }
+    }
+
+    private boolean createSession(long raftIndex, KvCommand kv) {
+        Session session;
+        try {
+            session = Session.decode(kv.value());
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+        if (!session.id().equals(kv.key()) || sessions.containsKey(session.id())) {
+            return false; // ids are random UUIDs: a duplicate is a retried entry, applied once
+        }
+        Session created = session.created(raftIndex);
+        sessions = sessions.plus(created.id(), created);
+        sessionListener.created(created);
+        return true;
+    }
+
+    /**
+     * Invalidates a session: each key it holds is released, or deleted with {@code Behavior} delete, and the
+     * lock-delay starts (kept by each server's listener, by its own clock). {@code renewIndex} other than -1: only if
+     * the session was not renewed since (a TTL expiry that a renew overtook is void). Unknown: true, as Consul's.
+     */
+    private boolean destroySession(long raftIndex, String id, long renewIndex) {
+        Session session = sessions.get(id);
+        if (session == null) {
+            return renewIndex == KvCommand.NO_CAS;
+        }
+        if (renewIndex != KvCommand.NO_CAS && session.renewIndex() != renewIndex) {
+            return false;
+        }
+        org.pcollections.TreePSet<String> keys = held.get(id);
+        List<String> released = keys == null ? List.of() : new ArrayList<>(keys);
+        for (String key : released) {
+            KvEntry entry = entries.get(key);
+            if (session.behavior() == Session.Behavior.DELETE) {
+                entries = entries.minus(key);
+                tombstones = tombstones.plus(key, raftIndex);
+            } else {
+                entries = entries.plus(key, new KvEntry(key, entry.value(), entry.flags(), entry.createIndex(), raftIndex,
+                        entry.lockIndex(), null));
+            }
+        }
+        held = held.minus(id);
+        sessions = sessions.minus(id);
+        if (!released.isEmpty()) {
+            changed(raftIndex, released);
+        }
+        sessionListener.destroyed(session, released);
+        return true;
+    }
+
+    /** The session {@code id}, or {@code null}. */
+    public Session session(String id) {
+        return sessions.get(id);
+    }
+
+    /** Every session, by id: immutable, O(1). */
+    public TreePMap<String, Session> sessions() {
+        return sessions;
     }
 
     /** Drops the tombstones of deletes at or before {@code upTo}: a prefix's index may then go back, as Consul's does. */
@@ -316,7 +494,7 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        write(output, view(), system, staging);
+        write(output, view(), system, staging, sessions);
     }
 
     /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
@@ -325,7 +503,8 @@ public final class KvStateMachine implements StateMachine {
         KvView view = view();
         TreePMap<String, KvEntry> systemNow = system;
         Staging stagingNow = staging;
-        return output -> write(output, view, systemNow, stagingNow);
+        TreePMap<String, Session> sessionsNow = sessions;
+        return output -> write(output, view, systemNow, stagingNow, sessionsNow);
     }
 
     /** The users' keys and the system entries as of one point, in O(1): what a user's snapshot archive holds. */
@@ -369,7 +548,8 @@ public final class KvStateMachine implements StateMachine {
         }
     }
 
-    private static void write(OutputStream output, KvView view, Map<String, KvEntry> system, Staging staging) throws IOException {
+    private static void write(OutputStream output, KvView view, Map<String, KvEntry> system, Staging staging,
+                              Map<String, Session> sessions) throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(view.index());
@@ -388,6 +568,22 @@ public final class KvStateMachine implements StateMachine {
         for (Map.Entry<String, Long> stone : view.tombstones().entrySet()) {
             data.writeUTF(stone.getKey());
             data.writeLong(stone.getValue());
+        }
+        data.writeInt(sessions.size());
+        for (Session session : sessions.values()) {
+            session.write(data);
+        }
+        List<KvEntry> locked = new ArrayList<>(); // the entries' lock fields, apart, so that the entries' format stays the archive's
+        for (KvEntry entry : view.entries().values()) {
+            if (entry.lockIndex() != 0 || entry.session() != null) {
+                locked.add(entry);
+            }
+        }
+        data.writeInt(locked.size());
+        for (KvEntry entry : locked) {
+            data.writeUTF(entry.key());
+            data.writeLong(entry.lockIndex());
+            data.writeUTF(entry.session() == null ? "" : entry.session());
         }
         data.flush();
     }
@@ -442,10 +638,46 @@ public final class KvStateMachine implements StateMachine {
             }
             restoredTombstones = TreePMap.fromSortedMap(stones);
         }
+        TreePMap<String, Session> restoredSessions = TreePMap.empty();
+        TreePMap<String, org.pcollections.TreePSet<String>> restoredHeld = TreePMap.empty();
+        if (version >= 5) {
+            int count = data.readInt();
+            if (count < 0) {
+                throw new IOException("damaged key/value snapshot: " + count + " sessions");
+            }
+            for (int i = 0; i < count; i++) {
+                Session session = Session.read(data);
+                restoredSessions = restoredSessions.plus(session.id(), session);
+            }
+            int locks = data.readInt();
+            if (locks < 0) {
+                throw new IOException("damaged key/value snapshot: " + locks + " locks");
+            }
+            for (int i = 0; i < locks; i++) {
+                String key = data.readUTF();
+                long lockIndex = data.readLong();
+                String holder = data.readUTF();
+                KvEntry entry = restored.get(key);
+                if (entry == null || (!holder.isEmpty() && !restoredSessions.containsKey(holder))) {
+                    throw new IOException("damaged key/value snapshot: a lock on " + (entry == null ? "a missing key" : "a key by a missing session"));
+                }
+                restored = restored.plus(key, new KvEntry(key, entry.value(), entry.flags(), entry.createIndex(), entry.modifyIndex(),
+                        lockIndex, holder.isEmpty() ? null : holder));
+                if (!holder.isEmpty()) {
+                    org.pcollections.TreePSet<String> keys = restoredHeld.get(holder);
+                    restoredHeld = restoredHeld.plus(holder, (keys == null ? org.pcollections.TreePSet.<String>empty() : keys).plus(key));
+                }
+            }
+        }
+        TreePMap<String, KvEntry> restoredThen = restored;
+        TreePMap<String, Session> sessionsThen = restoredSessions;
+        TreePMap<String, org.pcollections.TreePSet<String>> heldThen = restoredHeld;
         long kvIndexThen = restoredKvIndex;
         TreePMap<String, Long> tombstonesThen = restoredTombstones;
         return () -> {
-            entries = restored;
+            sessions = sessionsThen;
+            held = heldThen;
+            entries = restoredThen;
             system = restoredSystem;
             staging = stagedThen;
             index = restoredIndex;

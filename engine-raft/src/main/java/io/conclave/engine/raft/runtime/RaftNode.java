@@ -420,12 +420,30 @@ public final class RaftNode {
      * {@link RefusedException} when it was certainly not applied (safe to retry on the leader), or with
      * {@link OutcomeUnknownException} when this server lost leadership before learning its fate.
      */
+    private volatile java.util.function.Function<byte[], byte[]> admission = command -> null;
+
+    /**
+     * A check the leader makes before a command enters its log (a lock's lock-delay, by the leader's clock): when it
+     * answers, the command is not proposed and that answer is the proposal's result. Called on the node's context,
+     * only while this node leads (a follower forwards the command to the leader, whose check applies); it must be O(1).
+     */
+    public void admission(java.util.function.Function<byte[], byte[]> check) {
+        this.admission = check;
+    }
+
     public Future<byte[]> propose(byte[] command) {
         Promise<byte[]> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
                 promise.fail(new RefusedException(Refusal.STOPPED, null, null));
                 return;
+            }
+            if (core.role() == Role.LEADER) {
+                byte[] answer = admission.apply(command);
+                if (answer != null) {
+                    promise.complete(answer);
+                    return;
+                }
             }
             long requestId = nextRequestId++;
             handleOutcome(core.propose(requestId, command), promise);

@@ -254,11 +254,11 @@ class KvApiTest {
         put("/v1/kv/meaning", "before");
         String index = call(HttpMethod.GET, "/v1/kv/meaning", null).headers().get("X-Consul-Index");
         Response acquire = callOnce(HttpMethod.PUT, "/v1/kv/meaning?acquire=0b3f3b9c-1111-2222-3333-444455556666", Buffer.buffer("x"));
-        assertEquals(400, acquire.status());
-        assertTrue(acquire.body().contains("acquire"), acquire.body());
-        Response release = callOnce(HttpMethod.PUT, "/v1/kv/meaning?release=anything", Buffer.buffer("x"));
+        assertEquals(500, acquire.status(), "an unknown session, as Consul answers it");
+        assertEquals("invalid session \"0b3f3b9c-1111-2222-3333-444455556666\"", acquire.body().strip());
+        Response release = callOnce(HttpMethod.PUT, "/v1/kv/meaning?release=", Buffer.buffer("x"));
         assertEquals(400, release.status());
-        assertTrue(release.body().contains("release"), release.body());
+        assertTrue(release.body().contains("missing session"), release.body());
         for (HttpMethod method : new HttpMethod[] {HttpMethod.GET, HttpMethod.PUT, HttpMethod.DELETE}) {
             Response elsewhere = callOnce(method, "/v1/kv/meaning?dc=nowhere", method == HttpMethod.PUT ? Buffer.buffer("x") : null);
             assertEquals(500, elsewhere.status(), method + " ?dc=nowhere");
@@ -319,7 +319,7 @@ class KvApiTest {
         String index = call(HttpMethod.GET, "/v1/kv/endless", null).headers().get("X-Consul-Index");
         assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless").startsWith("HTTP/1.1 413"), "past 512 KiB: 413 at once");
         assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless?flags=bad").startsWith("HTTP/1.1 400"), "a bad parameter: 400 at once");
-        assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless?acquire=x").startsWith("HTTP/1.1 400"), "an unsupported one too");
+        assertTrue(statusOfAnEndlessChunkedBody("/v1/kv/endless?acquire=").startsWith("HTTP/1.1 400"), "a lock without a session too");
         assertEquals("kept", call(HttpMethod.GET, "/v1/kv/endless?raw", null).body());
         assertEquals(index, call(HttpMethod.GET, "/v1/kv/endless", null).headers().get("X-Consul-Index"), "nothing was written");
     }

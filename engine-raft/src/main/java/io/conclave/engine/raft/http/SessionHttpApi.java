@@ -1,0 +1,333 @@
+package io.conclave.engine.raft.http;
+
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.engine.raft.config.Durations;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.kv.Session;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * Consul's {@code /v1/session/…}: create, destroy, renew, info, node, list, with Consul's defaults, limits and error
+ * words. JSON keys are matched without regard to case, and durations read as Go reads them ({@code 7.5s}), since
+ * Consul's clients send both. Every change goes through the log (a renew too, so that whichever server leads
+ * next has seen it); reads are consistent unless {@code ?stale}.
+ */
+public final class SessionHttpApi {
+
+    public static final String PREFIX = "/v1/session/";
+    static final Duration DEFAULT_LOCK_DELAY = Duration.ofSeconds(15);
+    /** Consul's bound: a longer lock-delay is cut to it. */
+    static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
+    static final Duration MAX_TTL = Duration.ofHours(24);
+    /** Consul reads a number below this as seconds, above as nanoseconds. */
+    private static final long LOCK_DELAY_SECONDS_BELOW = 1000;
+
+    private final RaftNode node;
+    private final KvHttpApi kv;
+    private final String nodeName;
+    private final Duration ttlMin;
+    private final Supplier<List<Member>> members;
+    private HttpApi http;
+
+    public SessionHttpApi(RaftNode node, KvHttpApi kv, String nodeName, Duration ttlMin, Supplier<List<Member>> members) {
+        this.node = node;
+        this.kv = kv;
+        this.nodeName = nodeName;
+        this.ttlMin = ttlMin;
+        this.members = members;
+    }
+
+    public void register(HttpApi api) {
+        this.http = api;
+        api.route(HttpMethod.PUT, PREFIX + "create", this::create);
+        api.routePrefix(HttpMethod.PUT, PREFIX + "destroy/", request -> destroy(request));
+        api.routePrefix(HttpMethod.PUT, PREFIX + "renew/", this::renew);
+        api.routePrefix(HttpMethod.GET, PREFIX + "info/", request -> list(request, "info/"));
+        api.routePrefix(HttpMethod.GET, PREFIX + "node/", request -> list(request, "node/"));
+        api.route(HttpMethod.GET, PREFIX + "list", request -> list(request, null));
+    }
+
+    // ---------------------------------------------------------------- create
+
+    private void create(HttpServerRequest request) {
+        if (kv.refusedParameters(request, List.of())) {
+            return;
+        }
+        http.readBody(request, 64 * 1024, "a session", body -> {
+            Session session;
+            try {
+                session = parse(body.length() == 0 ? new JsonObject() : body.toJsonObject());
+            } catch (DecodeException | ClassCastException e) {
+                HttpApi.error(request, 400, "Request decode failed: the body is not a JSON object");
+                return;
+            } catch (Invalid e) {
+                HttpApi.error(request, 500, e.getMessage());
+                return;
+            }
+            kv.submit(new KvCommand(KvCommand.Op.SESSION_CREATE, session.id(), session.encode(), 0, KvCommand.NO_CAS))
+                    .onSuccess(result -> {
+                        if ("true".equals(new String(result, StandardCharsets.UTF_8))) {
+                            HttpApi.json(request, 200, new JsonObject().put("ID", session.id()));
+                        } else {
+                            HttpApi.error(request, 500, "session " + session.id() + " was not created");
+                        }
+                    })
+                    .onFailure(error -> KvHttpApi.fail(request, error));
+        });
+    }
+
+    /** A request Consul answers 500 with its message. */
+    static final class Invalid extends RuntimeException {
+        Invalid(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** Consul's fields, keys matched without regard to case. */
+    Session parse(JsonObject given) {
+        Map<String, Object> fields = new java.util.TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        fields.putAll(given.getMap());
+        String name = text(fields, "Name", "");
+        String nodeOf = text(fields, "Node", nodeName);
+        String behaviorText = text(fields, "Behavior", "release");
+        Session.Behavior behavior = switch (behaviorText) {
+            case "", "release" -> Session.Behavior.RELEASE;
+            case "delete" -> Session.Behavior.DELETE;
+            default -> throw new Invalid("Invalid Behavior setting '" + behaviorText + "'");
+        };
+        String ttlText = text(fields, "TTL", "");
+        long ttl = 0;
+        if (!ttlText.isEmpty()) {
+            Duration parsed;
+            try {
+                parsed = Durations.parseGo(ttlText);
+            } catch (IllegalArgumentException e) {
+                throw new Invalid("Session TTL '" + ttlText + "' invalid: " + e.getMessage());
+            }
+            if (!parsed.isZero() && (parsed.compareTo(ttlMin) < 0 || parsed.compareTo(MAX_TTL) > 0)) {
+                throw new Invalid("Invalid Session TTL '" + ttlText + "', must be between [" + goString(ttlMin) + "-" + goString(MAX_TTL) + "]");
+            }
+            ttl = parsed.toNanos();
+        }
+        Duration lockDelay = lockDelay(fields.get("LockDelay"));
+        List<String> checks = new ArrayList<>();
+        boolean named = fields.containsKey("NodeChecks") || fields.containsKey("Checks");
+        for (String field : List.of("NodeChecks", "Checks")) {
+            Object value = fields.get(field);
+            if (value == null) {
+                continue;
+            }
+            JsonArray array = array(value);
+            if (array == null) {
+                throw new Invalid(field + " must be a list of check IDs");
+            }
+            for (Object check : array) {
+                if (!(check instanceof String id)) {
+                    throw new Invalid(field + " must be a list of check IDs");
+                }
+                if (!id.equals(SessionKeeper.SERF_HEALTH)) {
+                    throw new Invalid("Missing check '" + id + "' registration");
+                }
+                if (!checks.contains(id)) {
+                    checks.add(id);
+                }
+            }
+        }
+        JsonArray services = array(fields.get("ServiceChecks"));
+        if (services != null && !services.isEmpty()) {
+            throw new Invalid("Missing service check registration: Conclave has no service catalog");
+        }
+        if (!named) {
+            checks.add(SessionKeeper.SERF_HEALTH); // Consul's default
+        }
+        MemberStatus status = null;
+        for (Member member : members.get()) {
+            if (member.name().equals(nodeOf)) {
+                status = member.status();
+            }
+        }
+        if (status == null && !nodeOf.equals(nodeName)) {
+            throw new Invalid("Missing node registration");
+        }
+        if (checks.contains(SessionKeeper.SERF_HEALTH) && status != null && status != MemberStatus.ALIVE) {
+            throw new Invalid("Check '" + SessionKeeper.SERF_HEALTH + "' is in critical state");
+        }
+        return new Session(UUID.randomUUID().toString(), name, nodeOf, lockDelay.toNanos(), behavior, ttl, checks, 0, 0);
+    }
+
+    private static JsonArray array(Object value) {
+        return value instanceof JsonArray array ? array : value instanceof List<?> list ? new JsonArray(new ArrayList<Object>(list)) : null;
+    }
+
+    private static String text(Map<String, Object> fields, String name, String otherwise) {
+        Object value = fields.get(name);
+        if (value == null) {
+            return otherwise;
+        }
+        if (!(value instanceof String text)) {
+            throw new Invalid(name + " must be a string");
+        }
+        return text;
+    }
+
+    /** Consul's {@code LockDelay}: a duration string, or a number (below 1000: seconds; else nanoseconds). */
+    static Duration lockDelay(Object value) {
+        Duration delay;
+        if (value == null) {
+            delay = DEFAULT_LOCK_DELAY;
+        } else if (value instanceof Number number) {
+            long amount = number.longValue();
+            if (amount < 0) {
+                throw new Invalid("Invalid LockDelay " + amount + ": negative");
+            }
+            delay = amount < LOCK_DELAY_SECONDS_BELOW ? Duration.ofSeconds(amount) : Duration.ofNanos(amount);
+        } else if (value instanceof String text) {
+            try {
+                delay = Durations.parseGo(text);
+            } catch (IllegalArgumentException e) {
+                throw new Invalid("Invalid LockDelay '" + text + "': " + e.getMessage());
+            }
+        } else {
+            throw new Invalid("LockDelay must be a duration");
+        }
+        return delay.compareTo(MAX_LOCK_DELAY) > 0 ? MAX_LOCK_DELAY : delay;
+    }
+
+    /** A duration as Go prints it: {@code 10s}, {@code 1m30s}, {@code 24h0m0s}, {@code 1.5s}, {@code 250ms}. */
+    static String goString(Duration duration) {
+        long nanos = duration.toNanos();
+        if (nanos == 0) {
+            return "0s";
+        }
+        if (nanos < 1_000_000_000L) {
+            if (nanos % 1_000_000 == 0) {
+                return nanos / 1_000_000 + "ms";
+            }
+            return java.math.BigDecimal.valueOf(nanos, 6).stripTrailingZeros().toPlainString() + "ms";
+        }
+        long hours = nanos / 3_600_000_000_000L;
+        long minutes = nanos / 60_000_000_000L % 60;
+        long restNanos = nanos % 60_000_000_000L;
+        String seconds = java.math.BigDecimal.valueOf(restNanos, 9).stripTrailingZeros().toPlainString() + "s";
+        if (hours > 0) {
+            return hours + "h" + minutes + "m" + seconds;
+        }
+        return minutes > 0 ? minutes + "m" + seconds : seconds;
+    }
+
+    // ---------------------------------------------------------------- destroy and renew
+
+    private static String id(HttpServerRequest request, String after) {
+        String id = request.path().substring((PREFIX + after).length());
+        if (id.isEmpty()) {
+            throw new KvHttpApi.BadRequest("Missing session");
+        }
+        return HttpApi.percentDecode(id);
+    }
+
+    private void destroy(HttpServerRequest request) {
+        if (kv.refusedParameters(request, List.of())) {
+            return;
+        }
+        String id;
+        try {
+            id = id(request, "destroy/");
+        } catch (RuntimeException e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
+        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, KvCommand.NO_CAS))
+                .onSuccess(result -> HttpApi.json(request, 200, "true"))
+                .onFailure(error -> KvHttpApi.fail(request, error));
+    }
+
+    private void renew(HttpServerRequest request) {
+        if (kv.refusedParameters(request, List.of())) {
+            return;
+        }
+        String id;
+        try {
+            id = id(request, "renew/");
+        } catch (RuntimeException e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
+        kv.submit(new KvCommand(KvCommand.Op.SESSION_RENEW, id, new byte[0], 0, KvCommand.NO_CAS))
+                .compose(result -> "true".equals(new String(result, StandardCharsets.UTF_8))
+                        ? node.read(machine -> ((KvStateMachine) machine).session(id)) : io.vertx.core.Future.succeededFuture(null))
+                .onSuccess(session -> {
+                    if (session == null) {
+                        HttpApi.error(request, 404, "Session id '" + id + "' not found");
+                    } else {
+                        HttpApi.json(request, 200, new JsonArray().add(json(session)));
+                    }
+                })
+                .onFailure(error -> KvHttpApi.fail(request, error));
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    private void list(HttpServerRequest request, String kind) {
+        if (kv.refusedParameters(request, List.of())) {
+            return;
+        }
+        String argument;
+        try {
+            argument = kind == null ? null : id(request, kind);
+        } catch (RuntimeException e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
+        boolean stale = request.params().contains("stale");
+        kv.readyToRead(stale)
+                .compose(ignored -> node.read(machine -> {
+                    KvStateMachine machineState = (KvStateMachine) machine;
+                    return Map.entry(machineState.index(), machineState.sessions());
+                }))
+                .onSuccess(read -> {
+                    JsonArray answer = new JsonArray();
+                    for (Session session : read.getValue().values()) { // few: each is a client's
+                        boolean wanted = kind == null || (kind.equals("info/") ? session.id().equals(argument) : session.node().equals(argument));
+                        if (wanted) {
+                            answer.add(json(session));
+                        }
+                    }
+                    request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, read.getKey())));
+                    KvHttpApi.queryMeta(node.status(), System.nanoTime()).forEach(request.response()::putHeader);
+                    HttpApi.json(request, 200, answer);
+                })
+                .onFailure(error -> KvHttpApi.fail(request, error));
+    }
+
+    /** A session as Consul's API shows it. */
+    static JsonObject json(Session session) {
+        JsonArray checks = new JsonArray(new ArrayList<Object>(session.checks()));
+        return new JsonObject()
+                .put("ID", session.id())
+                .put("Name", session.name())
+                .put("Node", session.node())
+                .put("LockDelay", session.lockDelayNanos())
+                .put("Behavior", session.behavior().consulName())
+                .put("TTL", session.ttlNanos() == 0 ? "" : goString(Duration.ofNanos(session.ttlNanos())))
+                .put("NodeChecks", checks)
+                .put("Checks", checks.copy())
+                .putNull("ServiceChecks")
+                .put("Namespace", "default")
+                .put("CreateIndex", session.createIndex())
+                .put("ModifyIndex", session.createIndex());
+    }
+}

@@ -1,0 +1,236 @@
+package io.conclave.engine.raft.http;
+
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MembershipEvent;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.kv.Session;
+import io.conclave.engine.raft.runtime.RaftNode;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What sessions need a clock for, kept outside the state machine (which has none), as Consul's leader does:
+ *
+ * <ul>
+ * <li><b>TTLs</b>, on the leader only: each session with a TTL is destroyed once it went twice its TTL without a
+ *     renew applied (Consul's multiplier), by a {@code SESSION_DESTROY} entry that names the renew it expired — a
+ *     renew applied first voids it. A new leader starts every TTL again, as Consul's does: a session never expires
+ *     sooner than its TTL after its last renew by any leader's clock.</li>
+ * <li><b>Node health</b>, on the leader: a session whose checks hold {@code serfHealth} is destroyed when its node
+ *     fails, leaves or is forgotten in membership (and at a leadership's start, if it already is).</li>
+ * <li><b>Lock-delay</b>, on every server: when a session is invalidated, each key it held cannot be acquired for its
+ *     {@code LockDelay}, by this server's clock from the moment it applied the invalidation; the leader checks it
+ *     before it proposes an acquire ({@link RaftNode#admission}). A new leader gives every key still in its delay a
+ *     full delay again from the moment it took over, since it cannot know how long the old leader had counted.</li>
+ * </ul>
+ *
+ * All bookkeeping runs on a thread of its own ({@code conclave-sessions}); the state machine only hands events over.
+ */
+public final class SessionKeeper implements KvStateMachine.SessionListener, AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger("conclave.session");
+    static final String SERF_HEALTH = "serfHealth";
+    private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
+
+    private record Delay(long untilNanos, long delayNanos) {
+    }
+
+    private final ScheduledExecutorService thread = Executors.newSingleThreadScheduledExecutor(runnable -> {
+        Thread keeper = new Thread(runnable, "conclave-sessions");
+        keeper.setDaemon(true);
+        return keeper;
+    });
+    private final RaftNode node;
+    private final KvHttpApi kv;
+    private final Supplier<List<Member>> members;
+    private final Map<String, Delay> lockDelays = new ConcurrentHashMap<>();
+    // on the keeper's thread only
+    private final Map<String, ScheduledFuture<?>> timers = new HashMap<>();
+    private boolean leading;
+
+    public SessionKeeper(RaftNode node, KvHttpApi kv, Supplier<List<Member>> members) {
+        this.node = node;
+        this.kv = kv;
+        this.members = members;
+    }
+
+    /** Starts watching for leadership; {@code node.admission} is set to the lock-delay check. */
+    public void start() {
+        node.admission(this::admit);
+        thread.scheduleWithFixedDelay(this::checkLeadership, 0, 50, TimeUnit.MILLISECONDS);
+    }
+
+    /** The membership events: a failed, left or forgotten node's sessions are destroyed (by the leader). */
+    public void membershipChanged(MembershipEvent event) {
+        if (event.type() == MembershipEvent.Type.FAILED || event.type() == MembershipEvent.Type.LEFT
+                || event.type() == MembershipEvent.Type.REAPED) {
+            String name = event.member().name();
+            thread.execute(() -> {
+                if (leading) {
+                    node.read(machine -> ((KvStateMachine) machine).sessions()).onSuccess(all -> thread.execute(() -> {
+                        for (Session session : all.values()) {
+                            if (session.node().equals(name) && session.checks().contains(SERF_HEALTH)) {
+                                invalidate(session, KvCommand.NO_CAS, "its node " + name + " is " + event.type().name().toLowerCase());
+                            }
+                        }
+                    }));
+                }
+            });
+        }
+    }
+
+    /** On the leader, before an acquire is proposed: refused (false, as Consul's) while its key is in lock-delay. */
+    private byte[] admit(byte[] command) {
+        if (command.length == 0 || command[0] != KvCommand.Op.LOCK.ordinal() || lockDelays.isEmpty()) {
+            return null;
+        }
+        KvCommand lock;
+        try {
+            lock = KvCommand.decode(command);
+        } catch (IllegalArgumentException e) {
+            return null; // the state machine answers a damaged command
+        }
+        Delay delay = lockDelays.get(lock.key());
+        if (delay == null) {
+            return null;
+        }
+        if (System.nanoTime() - delay.untilNanos() >= 0) {
+            lockDelays.remove(lock.key(), delay);
+            return null;
+        }
+        return FALSE;
+    }
+
+    /** Whether {@code key} is in lock-delay here now: for tests. */
+    public boolean inLockDelay(String key) {
+        Delay delay = lockDelays.get(key);
+        return delay != null && System.nanoTime() - delay.untilNanos() < 0;
+    }
+
+    // ---------------------------------------------------------------- from the state machine, on the node's context
+
+    @Override
+    public void created(Session session) {
+        thread.execute(() -> arm(session));
+    }
+
+    @Override
+    public void renewed(Session session) {
+        thread.execute(() -> arm(session));
+    }
+
+    @Override
+    public void destroyed(Session session, List<String> keys) {
+        long now = System.nanoTime();
+        if (session.lockDelayNanos() > 0) {
+            for (String key : keys) {
+                lockDelays.put(key, new Delay(now + session.lockDelayNanos(), session.lockDelayNanos()));
+            }
+        }
+        thread.execute(() -> {
+            ScheduledFuture<?> timer = timers.remove(session.id());
+            if (timer != null) {
+                timer.cancel(false);
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- on the keeper's thread
+
+    private long ticks;
+
+    private void checkLeadership() {
+        if (++ticks % 200 == 0) { // every 10 s: forget the delays that ended
+            long at = System.nanoTime();
+            lockDelays.values().removeIf(delay -> at - delay.untilNanos() >= 0);
+        }
+        boolean now = node.status().role() == Role.LEADER;
+        if (now == leading) {
+            return;
+        }
+        leading = now;
+        if (!now) {
+            timers.values().forEach(timer -> timer.cancel(false));
+            timers.clear();
+            return;
+        }
+        long start = System.nanoTime();
+        lockDelays.replaceAll((key, delay) -> System.nanoTime() - delay.untilNanos() < 0
+                ? new Delay(start + delay.delayNanos(), delay.delayNanos()) : delay);
+        node.read(machine -> ((KvStateMachine) machine).sessions()).onSuccess(all -> thread.execute(() -> {
+            if (!leading) {
+                return;
+            }
+            Map<String, MemberStatus> status = new HashMap<>();
+            for (Member member : members.get()) {
+                status.put(member.name(), member.status());
+            }
+            int armed = 0;
+            for (Session session : all.values()) {
+                MemberStatus nodeStatus = status.get(session.node());
+                if (session.checks().contains(SERF_HEALTH) && nodeStatus != MemberStatus.ALIVE && nodeStatus != MemberStatus.LEAVING) {
+                    invalidate(session, KvCommand.NO_CAS, "its node " + session.node() + " is "
+                            + (nodeStatus == null ? "not a member" : nodeStatus.name().toLowerCase()));
+                } else if (arm(session)) {
+                    armed++;
+                }
+            }
+            if (armed > 0) {
+                LOG.info("leading: the TTLs of {} sessions start again, as a new leader's do", armed);
+            }
+        }));
+    }
+
+    /** (Re)starts the TTL timer of {@code session} while this server leads; false when it has no TTL. */
+    private boolean arm(Session session) {
+        if (!leading || session.ttlNanos() <= 0) {
+            return false;
+        }
+        ScheduledFuture<?> previous = timers.remove(session.id());
+        if (previous != null) {
+            previous.cancel(false);
+        }
+        long renewIndex = session.renewIndex();
+        timers.put(session.id(), thread.schedule(() -> {
+            timers.remove(session.id());
+            if (leading) {
+                invalidate(session, renewIndex, "its TTL of " + session.ttlNanos() / 1_000_000 + " ms ran out twice over without a renew");
+            }
+        }, Math.multiplyExact(session.ttlNanos(), 2), TimeUnit.NANOSECONDS));
+        return true;
+    }
+
+    private void invalidate(Session session, long renewIndex, String why) {
+        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, session.id(), new byte[0], 0, renewIndex)).onComplete(done -> {
+            if (done.succeeded() && "true".equals(new String(done.result(), StandardCharsets.UTF_8))) {
+                LOG.info("session {} ({}) invalidated: {}", session.id(), session.name(), why);
+            } else if (done.failed()) {
+                LOG.warn("session {} could not be invalidated ({}): {}; trying again in 1 s while this server leads", session.id(), why,
+                        done.cause().getMessage());
+                thread.schedule(() -> {
+                    if (leading) {
+                        invalidate(session, renewIndex, why);
+                    }
+                }, 1, TimeUnit.SECONDS);
+            }
+        });
+    }
+
+    @Override
+    public void close() {
+        thread.shutdownNow();
+    }
+}
