@@ -66,6 +66,26 @@ class SessionClientsIT {
             assertTrue(kv.releaseLock("java/lock", first));
             assertTrue(kv.acquireLock("java/lock", "theirs", second));
             assertEquals(2, kv.getValue("java/lock").orElseThrow().getLockIndex());
+            // a transaction through the Java client: a lock, a set and a get at once; then one refused whole
+            String inTx = "in-tx"; // the client encodes it in base64 itself
+            var tx = kv.performTransaction(
+                    org.kiwiproject.consul.model.kv.ImmutableOperation.builder().verb("lock").key("java/tx/lock").value(inTx).session(first).build(),
+                    org.kiwiproject.consul.model.kv.ImmutableOperation.builder().verb("set").key("java/tx/a").value(inTx).build(),
+                    org.kiwiproject.consul.model.kv.ImmutableOperation.builder().verb("get").key("java/tx/a").build()).getResponse();
+            assertTrue(tx.errors() == null || tx.errors().isEmpty(), String.valueOf(tx.errors()));
+            assertEquals(3, tx.results().size());
+            assertEquals("in-tx", tx.results().get(2).get("KV").getValueAsString().orElseThrow());
+            assertEquals(first, kv.getValue("java/tx/lock").orElseThrow().getSession().orElseThrow());
+            try {
+                var refused = kv.performTransaction(
+                        org.kiwiproject.consul.model.kv.ImmutableOperation.builder().verb("set").key("java/tx/b").value(inTx).build(),
+                        org.kiwiproject.consul.model.kv.ImmutableOperation.builder().verb("lock").key("java/tx/lock").value(inTx).session(second)
+                                .build()).getResponse();
+                assertEquals(1, refused.errors().size(), "held by the first session: the lock fails");
+            } catch (org.kiwiproject.consul.ConsulException conflict) {
+                assertEquals(409, conflict.getCode(), conflict.getMessage()); // the client raises Consul's 409
+            }
+            assertTrue(kv.getValue("java/tx/b").isEmpty(), "and the set before it was rolled back");
             sessions.destroySession(second);
             assertTrue(kv.getValue("java/lock").orElseThrow().getSession().isEmpty(), "destroyed: released");
             assertTrue(sessions.getSessionInfo(second).isEmpty());

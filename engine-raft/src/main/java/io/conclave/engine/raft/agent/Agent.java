@@ -335,6 +335,7 @@ public final class Agent implements AutoCloseable {
         sessionKeeper.start();
         new io.conclave.engine.raft.http.SessionHttpApi(node, kvApi, config.nodeName(), config.sessionTtlMin(), membership::members)
                 .register(http);
+        new io.conclave.engine.raft.http.TxnHttpApi(vertx, node, kvApi).register(http);
         try {
             new io.conclave.engine.raft.http.SnapshotHttpApi(vertx, node, kvApi, config.datacenter(), config.nodeName(),
                     dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);

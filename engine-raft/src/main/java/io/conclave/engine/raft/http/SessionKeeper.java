@@ -94,24 +94,34 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
 
     /** On the leader, before an acquire is proposed: refused (false, as Consul's) while its key is in lock-delay. */
     private byte[] admit(byte[] command) {
-        if (command.length == 0 || command[0] != KvCommand.Op.LOCK.ordinal() || lockDelays.isEmpty()) {
+        if (command.length == 0 || lockDelays.isEmpty()
+                || (command[0] != KvCommand.Op.LOCK.ordinal() && command[0] != KvCommand.Op.TXN.ordinal())) {
             return null;
         }
-        KvCommand lock;
+        KvCommand decoded;
         try {
-            lock = KvCommand.decode(command);
+            decoded = KvCommand.decode(command);
         } catch (IllegalArgumentException e) {
             return null; // the state machine answers a damaged command
         }
-        Delay delay = lockDelays.get(lock.key());
-        if (delay == null) {
+        if (decoded.op() == KvCommand.Op.LOCK) {
+            return inLockDelay(decoded.key()) ? FALSE : null;
+        }
+        List<io.conclave.engine.raft.kv.KvTxn.Op> ops;
+        try {
+            ops = io.conclave.engine.raft.kv.KvTxn.decodeOps(decoded.value());
+        } catch (RuntimeException e) {
             return null;
         }
-        if (System.nanoTime() - delay.untilNanos() >= 0) {
-            lockDelays.remove(lock.key(), delay);
-            return null;
+        io.vertx.core.json.JsonArray errors = new io.vertx.core.json.JsonArray();
+        for (int i = 0; i < ops.size(); i++) { // a transaction's lock, as Consul's leader checks it
+            if (ops.get(i).verb() == io.conclave.engine.raft.kv.KvTxn.Verb.LOCK && inLockDelay(ops.get(i).key())) {
+                errors.add(new io.vertx.core.json.JsonObject().put("OpIndex", i)
+                        .put("What", "key " + io.vertx.core.json.Json.encode(ops.get(i).key()) + " is in lock-delay"));
+            }
         }
-        return FALSE;
+        return errors.isEmpty() ? null : new io.vertx.core.json.JsonObject().putNull("Results").put("Errors", errors).encode()
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     /** Whether {@code key} is in lock-delay here now: for tests. */

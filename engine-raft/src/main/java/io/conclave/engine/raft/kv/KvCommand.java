@@ -31,9 +31,11 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas, S
      * {@code ?acquire} and {@code ?release}; {@code SESSION_CREATE} (key: the id, value: {@link Session#encode}),
      * {@code SESSION_RENEW} (key: the id), {@code SESSION_DESTROY} (key: the id; cas: the renew index the session
      * must still have — how the leader's TTL expiry loses to a renew applied first — or -1, unconditional).
+     *
+     * <p>{@code TXN} (value: {@link KvTxn#encode}) is Consul's {@code /v1/txn}: its operations, applied all or none.
      */
     public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES,
-        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY }
+        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY, TXN }
 
     public static final long NO_CAS = -1;
 

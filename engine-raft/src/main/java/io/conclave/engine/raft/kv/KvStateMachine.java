@@ -132,23 +132,7 @@ public final class KvStateMachine implements StateMachine {
             case PUT -> put(raftIndex, kv) ? TRUE : FALSE;
             case DELETE -> delete(raftIndex, kv) ? TRUE : FALSE;
             case DELETE_TREE -> {
-                java.util.Collection<KvEntry> under = entries.subMap(kv.key(), true, kv.key() + Character.MAX_VALUE, true).values();
-                List<String> deleted = new ArrayList<>(under.size());
-                for (KvEntry entry : under) {
-                    deleted.add(entry.key());
-                    if (entry.session() != null) {
-                        unhold(entry.session(), entry.key());
-                    }
-                }
-                if (!deleted.isEmpty()) {
-                    entries = entries.minusAll(deleted);
-                    TreePMap<String, Long> stones = tombstones;
-                    for (String key : deleted) {
-                        stones = stones.plus(key, raftIndex);
-                    }
-                    tombstones = stones;
-                    changed(raftIndex, deleted);
-                }
+                deleteTree(raftIndex, kv.key());
                 yield TRUE;
             }
             case REAP_TOMBSTONES -> {
@@ -169,6 +153,15 @@ public final class KvStateMachine implements StateMachine {
                 yield TRUE;
             }
             case SESSION_DESTROY -> destroySession(raftIndex, kv.key(), kv.cas()) ? TRUE : FALSE;
+            case TXN -> {
+                List<KvTxn.Op> ops;
+                try {
+                    ops = KvTxn.decode(kv.value());
+                } catch (RuntimeException e) {
+                    yield error("damaged transaction: " + e.getMessage());
+                }
+                yield transaction(raftIndex, ops);
+            }
             case SYSTEM_PUT -> {
                 KvEntry existing = system.get(kv.key());
                 if (!casHolds(existing, kv.cas())) {
@@ -449,9 +442,204 @@ public final class KvStateMachine implements StateMachine {
         }
     }
 
+    private void deleteTree(long raftIndex, String prefix) {
+        java.util.Collection<KvEntry> under = entries.subMap(prefix, true, prefix + Character.MAX_VALUE, true).values();
+        List<String> deleted = new ArrayList<>(under.size());
+        for (KvEntry entry : under) {
+            deleted.add(entry.key());
+            if (entry.session() != null) {
+                unhold(entry.session(), entry.key());
+            }
+        }
+        if (!deleted.isEmpty()) {
+            entries = entries.minusAll(deleted);
+            TreePMap<String, Long> stones = tombstones;
+            for (String key : deleted) {
+                stones = stones.plus(key, raftIndex);
+            }
+            tombstones = stones;
+            changed(raftIndex, deleted);
+        }
+    }
+
+    /** While a transaction runs: the keys it changed, told to the watches only once it is kept. */
+    private List<String> transactionChanges;
+
     private void changed(long raftIndex, List<String> keys) {
         kvIndex = raftIndex;
+        if (transactionChanges != null) {
+            transactionChanges.addAll(keys);
+            return;
+        }
         changeListener.changed(raftIndex, view(), keys);
+    }
+
+    /**
+     * Runs a transaction's operations in order, each against the state the ones before left; if any fails, the
+     * state is put back as it was (persistent maps: O(1)) and the answer lists every failure, as Consul's does.
+     * The answer is Consul's JSON: {@code {"Results": [...], "Errors": null}} or {@code {"Results": null,
+     * "Errors": [{"OpIndex": i, "What": "..."}]}}.
+     */
+    private byte[] transaction(long raftIndex, List<KvTxn.Op> ops) {
+        TreePMap<String, KvEntry> entriesBefore = entries;
+        TreePMap<String, Long> tombstonesBefore = tombstones;
+        TreePMap<String, org.pcollections.TreePSet<String>> heldBefore = held;
+        long kvIndexBefore = kvIndex;
+        List<String> changedKeys = new ArrayList<>();
+        transactionChanges = changedKeys;
+        io.vertx.core.json.JsonArray results = new io.vertx.core.json.JsonArray();
+        io.vertx.core.json.JsonArray errors = new io.vertx.core.json.JsonArray();
+        try {
+            for (int i = 0; i < ops.size(); i++) {
+                String failure = run(raftIndex, ops.get(i), results);
+                if (failure != null) {
+                    errors.add(new io.vertx.core.json.JsonObject().put("OpIndex", i).put("What", failure));
+                }
+            }
+        } finally {
+            transactionChanges = null;
+        }
+        if (!errors.isEmpty()) {
+            entries = entriesBefore;
+            tombstones = tombstonesBefore;
+            held = heldBefore;
+            kvIndex = kvIndexBefore;
+            return txnAnswer(null, errors);
+        }
+        if (!changedKeys.isEmpty()) {
+            changeListener.changed(raftIndex, view(), changedKeys);
+        }
+        return txnAnswer(results, null);
+    }
+
+    static byte[] txnAnswer(io.vertx.core.json.JsonArray results, io.vertx.core.json.JsonArray errors) {
+        io.vertx.core.json.JsonObject answer = new io.vertx.core.json.JsonObject();
+        if (results == null) {
+            answer.putNull("Results");
+        } else {
+            io.vertx.core.json.JsonArray wrapped = new io.vertx.core.json.JsonArray();
+            results.forEach(result -> wrapped.add(new io.vertx.core.json.JsonObject().put("KV", result)));
+            answer.put("Results", wrapped);
+        }
+        if (errors == null) {
+            answer.putNull("Errors");
+        } else {
+            answer.put("Errors", errors);
+        }
+        return answer.encode().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** One operation of a transaction: null, or why it failed (Consul's words). */
+    private String run(long raftIndex, KvTxn.Op op, io.vertx.core.json.JsonArray results) {
+        String key = op.key();
+        String quoted = KvTxn.quote(key);
+        switch (op.verb()) {
+            case SET -> {
+                put(raftIndex, new KvCommand(KvCommand.Op.PUT, key, op.value(), op.flags(), KvCommand.NO_CAS));
+                results.add(KvTxn.entryJson(entries.get(key), false));
+                return null;
+            }
+            case CAS -> {
+                if (!put(raftIndex, new KvCommand(KvCommand.Op.PUT, key, op.value(), op.flags(), op.index()))) {
+                    return "failed to set key " + quoted + ", index is stale";
+                }
+                results.add(KvTxn.entryJson(entries.get(key), false));
+                return null;
+            }
+            case LOCK, UNLOCK -> {
+                byte[] outcome = op.verb() == KvTxn.Verb.LOCK
+                        ? lock(raftIndex, new KvCommand(KvCommand.Op.LOCK, key, op.value(), op.flags(), KvCommand.NO_CAS, op.session()))
+                        : unlock(raftIndex, new KvCommand(KvCommand.Op.UNLOCK, key, op.value(), op.flags(), KvCommand.NO_CAS, op.session()));
+                String text = new String(outcome, StandardCharsets.UTF_8);
+                if (text.startsWith(ERROR_PREFIX)) {
+                    return text.substring(ERROR_PREFIX.length());
+                }
+                if (!text.equals("true")) {
+                    return op.verb() == KvTxn.Verb.LOCK ? "failed to lock key " + quoted + ", lock is already held"
+                            : "failed to unlock key " + quoted + ", lock isn't held, or is held by another session";
+                }
+                results.add(KvTxn.entryJson(entries.get(key), false));
+                return null;
+            }
+            case DELETE -> {
+                delete(raftIndex, new KvCommand(KvCommand.Op.DELETE, key, null, 0, KvCommand.NO_CAS));
+                return null;
+            }
+            case DELETE_TREE -> {
+                deleteTree(raftIndex, key);
+                return null;
+            }
+            case DELETE_CAS -> {
+                if (entries.get(key) != null && !delete(raftIndex, new KvCommand(KvCommand.Op.DELETE, key, null, 0, op.index()))) {
+                    return "failed to delete key " + quoted + ", index is stale";
+                }
+                return null;
+            }
+            default -> {
+                return read(entries, op, results);
+            }
+        }
+    }
+
+    /** A transaction's reading operation against {@code entries}: null, or why it failed. Any thread (a read-only one runs on a worker). */
+    static String read(TreePMap<String, KvEntry> entries, KvTxn.Op op, io.vertx.core.json.JsonArray results) {
+        String key = op.key();
+        String quoted = KvTxn.quote(key);
+        KvEntry entry = entries.get(key);
+        switch (op.verb()) {
+            case GET -> {
+                if (entry == null) {
+                    return "key " + quoted + " doesn't exist";
+                }
+                results.add(KvTxn.entryJson(entry, true));
+                return null;
+            }
+            case GET_TREE -> {
+                for (KvEntry under : entries.subMap(key, true, key + Character.MAX_VALUE, true).values()) {
+                    results.add(KvTxn.entryJson(under, true));
+                }
+                return null;
+            }
+            case CHECK_INDEX -> {
+                if (entry == null) {
+                    return "failed to check index, key " + quoted + " doesn't exist";
+                }
+                if (entry.modifyIndex() != op.index()) {
+                    return "failed index check for key " + quoted + ", current modify index " + entry.modifyIndex() + " != " + op.index();
+                }
+                results.add(KvTxn.entryJson(entry, false));
+                return null;
+            }
+            case CHECK_SESSION -> {
+                if (entry == null) {
+                    return "failed to check session, key " + quoted + " doesn't exist";
+                }
+                String held = entry.session() == null ? "" : entry.session();
+                String wanted = op.session() == null ? "" : op.session();
+                if (!held.equals(wanted)) {
+                    return "failed session check for key " + quoted + ", current session " + KvTxn.quote(held) + " != " + KvTxn.quote(wanted);
+                }
+                results.add(KvTxn.entryJson(entry, false));
+                return null;
+            }
+            case CHECK_NOT_EXISTS -> {
+                return entry == null ? null : "key " + quoted + " exists";
+            }
+            default -> throw new IllegalArgumentException("not a reading operation: " + op.verb());
+        }
+    }
+
+    /** A read-only transaction against a view of the store: Consul's answer, as {@link #transaction} gives it. */
+    public static byte[] readTransaction(KvView view, List<KvTxn.Op> ops) {
+        io.vertx.core.json.JsonArray results = new io.vertx.core.json.JsonArray();
+        io.vertx.core.json.JsonArray errors = new io.vertx.core.json.JsonArray();
+        for (int i = 0; i < ops.size(); i++) {
+            String failure = read(view.entries(), ops.get(i), results);
+            if (failure != null) {
+                errors.add(new io.vertx.core.json.JsonObject().put("OpIndex", i).put("What", failure));
+            }
+        }
+        return errors.isEmpty() ? txnAnswer(results, null) : txnAnswer(null, errors);
     }
 
     /** The tombstones now: each deleted key and the index of its delete (for tests and the reaper). */
