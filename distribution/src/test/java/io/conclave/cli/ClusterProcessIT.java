@@ -167,6 +167,58 @@ class ClusterProcessIT {
         }
     }
 
+    /**
+     * The consistency modes on a server cut off from its leader (the two others killed): {@code ?stale} answers from
+     * its own state with {@code X-Consul-KnownLeader: false} and a growing {@code X-Consul-LastContact};
+     * {@code &max_stale} shorter than that makes the read consistent, which fails without a leader; the default mode
+     * fails the same way.
+     */
+    @Test
+    void when_a_server_has_lost_its_leader_then_stale_reads_answer_and_max_stale_and_default_reads_refuse(@TempDir Path work)
+            throws Exception {
+        List<Node> nodes = new ArrayList<>();
+        try {
+            startCluster(work, nodes);
+            Node leader = awaitAgreedLeader(nodes);
+            assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/mode", "written").body());
+            Node survivor = nodes.stream().filter(node -> node != leader).findFirst().orElseThrow();
+            AgentProcess.awaitCondition("the survivor has the write", DEADLINE, () -> {
+                try {
+                    return call("GET", survivor.httpPort(), "/v1/kv/mode?raw&stale", null).body().equals("written");
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            for (Node node : nodes) {
+                if (node != survivor) {
+                    node.process().process.destroyForcibly().waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
+                }
+            }
+            long killed = System.nanoTime();
+            AgentProcess.awaitCondition("the survivor has not heard from a leader for 2 s", DEADLINE, () -> {
+                try {
+                    HttpResponse<String> stale = call("GET", survivor.httpPort(), "/v1/kv/mode?stale", null);
+                    return Long.parseLong(stale.headers().firstValue("X-Consul-LastContact").orElse("0")) > 2_000;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            HttpResponse<String> stale = call("GET", survivor.httpPort(), "/v1/kv/mode?raw&stale", null);
+            assertEquals(200, stale.statusCode());
+            assertEquals("written", stale.body(), "a stale read answers from the server's own state");
+            HttpResponse<String> bounded = call("GET", survivor.httpPort(), "/v1/kv/mode?raw&stale&max_stale=1s", null);
+            assertEquals(500, bounded.statusCode(), "past max_stale the read is consistent, and there is no leader: " + bounded.body()
+                    + " " + stale.headers().map());
+            assertEquals(500, call("GET", survivor.httpPort(), "/v1/kv/mode?raw", null).statusCode(), "nor for the default mode");
+            assertEquals(400, call("GET", survivor.httpPort(), "/v1/kv/mode?stale&max_stale=soon", null).statusCode());
+            assertTrue(System.nanoTime() - killed > 1_000_000_000L);
+        } finally {
+            for (Node node : nodes) {
+                node.process().close();
+            }
+        }
+    }
+
     /** The users' store as {@code node} holds it ({@code stale}: its own state): key, flags and value of each key. */
     private static List<String> storeOf(Node node, boolean stale) throws Exception {
         HttpResponse<String> listed = call("GET", node.httpPort(), "/v1/kv/?recurse" + (stale ? "&stale" : ""), null);

@@ -155,10 +155,12 @@ public final class KvHttpApi {
         String key;
         long index;
         Duration wait;
+        boolean stale;
         try {
             key = key(request);
             index = unsignedParam(request, "index", 0);
             wait = waitParam(request);
+            stale = staleAllowed(request);
             if (request.params().contains("keys") && request.params().contains("raw")) {
                 throw new BadRequest("keys and raw cannot be combined");
             }
@@ -166,7 +168,6 @@ public final class KvHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        boolean stale = request.params().contains("stale");
         io.vertx.core.Context requestContext = vertx.getOrCreateContext(); // the HTTP server's event loop for this request
         io.conclave.engine.raft.kv.KvWatches.Query query = new io.conclave.engine.raft.kv.KvWatches.Query(key,
                 request.params().contains("recurse") || request.params().contains("keys"));
@@ -175,6 +176,34 @@ public final class KvHttpApi {
                 .compose(woken -> woken != null ? Future.succeededFuture(woken) : node.read(machine -> ((KvStateMachine) machine).view()))
                 .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
                 .onFailure(error -> fail(request, error));
+    }
+
+    /**
+     * Whether {@code request} may be answered from this server's own state: {@code ?stale}, unless it also says
+     * {@code max_stale} (a Go duration) and this server has not heard from a leader within that long — then the
+     * read is made consistent, as Consul's servers do.
+     *
+     * @throws BadRequest for a {@code max_stale} that is not a duration
+     */
+    boolean staleAllowed(HttpServerRequest request) {
+        if (!request.params().contains("stale")) {
+            return false;
+        }
+        String maxStale = request.getParam("max_stale");
+        if (maxStale == null || maxStale.isEmpty()) {
+            return true;
+        }
+        Duration bound;
+        try {
+            bound = io.conclave.engine.raft.config.Durations.parseGo(maxStale);
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest("invalid max_stale '" + maxStale + "': " + e.getMessage());
+        }
+        RaftNode.Status status = node.status();
+        if (status.role() == io.conclave.engine.raft.core.Role.LEADER) {
+            return true;
+        }
+        return status.lastLeaderContact() != RaftNode.NEVER && System.nanoTime() - status.lastLeaderContact() <= bound.toNanos();
     }
 
     /**

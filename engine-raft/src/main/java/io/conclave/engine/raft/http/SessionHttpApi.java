@@ -292,7 +292,13 @@ public final class SessionHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        boolean stale = request.params().contains("stale");
+        boolean stale;
+        try {
+            stale = kv.staleAllowed(request);
+        } catch (KvHttpApi.BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
         kv.readyToRead(stale)
                 .compose(ignored -> node.read(machine -> {
                     KvStateMachine machineState = (KvStateMachine) machine;

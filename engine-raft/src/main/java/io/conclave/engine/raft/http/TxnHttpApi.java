@@ -43,7 +43,13 @@ public final class TxnHttpApi {
         if (kv.refusedParameters(request, List.of())) {
             return;
         }
-        boolean stale = request.params().contains("stale");
+        boolean stale;
+        try {
+            stale = kv.staleAllowed(request);
+        } catch (KvHttpApi.BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return;
+        }
         http.readBody(request, MAX_BODY_BYTES, "a transaction", body -> vertx.executeBlocking(
                 () -> KvTxn.parse(body.toString(StandardCharsets.UTF_8), Limits.MAX_KEY_BYTES), false).onComplete(parsed -> {
                     if (parsed.failed()) {
