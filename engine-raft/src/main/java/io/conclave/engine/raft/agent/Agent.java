@@ -333,7 +333,7 @@ public final class Agent implements AutoCloseable {
         stateMachine.onSessionChange(sessionKeeper);
         membershipSubscription = membership.subscribe(sessionKeeper::membershipChanged);
         sessionKeeper.start();
-        new io.conclave.engine.raft.http.SessionHttpApi(node, kvApi, config.nodeName(), config.sessionTtlMin(), membership::members)
+        new io.conclave.engine.raft.http.SessionHttpApi(vertx, node, kvApi, config.nodeName(), config.sessionTtlMin(), membership::members)
                 .register(http);
         new io.conclave.engine.raft.http.TxnHttpApi(vertx, node, kvApi).register(http);
         try {

@@ -36,6 +36,7 @@ public final class SessionHttpApi {
     /** Consul reads a number below this as seconds, above as nanoseconds. */
     private static final long LOCK_DELAY_SECONDS_BELOW = 1000;
 
+    private final io.vertx.core.Vertx vertx;
     private final RaftNode node;
     private final KvHttpApi kv;
     private final String nodeName;
@@ -43,7 +44,9 @@ public final class SessionHttpApi {
     private final Supplier<List<Member>> members;
     private HttpApi http;
 
-    public SessionHttpApi(RaftNode node, KvHttpApi kv, String nodeName, Duration ttlMin, Supplier<List<Member>> members) {
+    public SessionHttpApi(io.vertx.core.Vertx vertx, RaftNode node, KvHttpApi kv, String nodeName, Duration ttlMin,
+                          Supplier<List<Member>> members) {
+        this.vertx = vertx;
         this.node = node;
         this.kv = kv;
         this.nodeName = nodeName;
@@ -304,17 +307,20 @@ public final class SessionHttpApi {
                     KvStateMachine machineState = (KvStateMachine) machine;
                     return Map.entry(machineState.index(), machineState.sessions());
                 }))
-                .onSuccess(read -> {
+                .compose(read -> vertx.executeBlocking(() -> { // proportional to the sessions: on a worker
                     JsonArray answer = new JsonArray();
-                    for (Session session : read.getValue().values()) { // few: each is a client's
+                    for (Session session : read.getValue().values()) {
                         boolean wanted = kind == null || (kind.equals("info/") ? session.id().equals(argument) : session.node().equals(argument));
                         if (wanted) {
                             answer.add(json(session));
                         }
                     }
+                    return Map.entry(read.getKey(), answer.encodePrettily());
+                }, false))
+                .onSuccess(read -> {
                     request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, read.getKey())));
                     KvHttpApi.queryMeta(node.status(), System.nanoTime()).forEach(request.response()::putHeader);
-                    HttpApi.json(request, 200, answer);
+                    request.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(read.getValue());
                 })
                 .onFailure(error -> KvHttpApi.fail(request, error));
     }
