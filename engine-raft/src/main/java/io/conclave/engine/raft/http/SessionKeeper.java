@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -58,7 +57,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
     private final Supplier<List<Member>> members;
     private final Map<String, Delay> lockDelays = new ConcurrentHashMap<>();
     // on the keeper's thread only
-    private final Map<String, ScheduledFuture<?>> timers = new HashMap<>();
+    private final io.conclave.engine.raft.kv.SessionTtl ttls = new io.conclave.engine.raft.kv.SessionTtl();
     private boolean leading;
 
     public SessionKeeper(RaftNode node, KvHttpApi kv, Supplier<List<Member>> members) {
@@ -70,7 +69,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
     /** Starts watching for leadership; {@code node.admission} is set to the lock-delay check. */
     public void start() {
         node.admission(this::admit);
-        thread.scheduleWithFixedDelay(this::checkLeadership, 0, 50, TimeUnit.MILLISECONDS);
+        thread.scheduleWithFixedDelay(this::checkLeadership, 0, 50, TimeUnit.MILLISECONDS); // TTLs are checked at each tick too
     }
 
     /** The membership events: a failed, left or forgotten node's sessions are destroyed (by the leader). */
@@ -83,7 +82,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
                     node.read(machine -> ((KvStateMachine) machine).sessions()).onSuccess(all -> thread.execute(() -> {
                         for (Session session : all.values()) {
                             if (session.node().equals(name) && session.checks().contains(SERF_HEALTH)) {
-                                invalidate(session, KvCommand.NO_CAS, "its node " + name + " is " + event.type().name().toLowerCase());
+                                invalidate(session.id(), KvCommand.NO_CAS, "its node " + name + " is " + event.type().name().toLowerCase());
                             }
                         }
                     }));
@@ -134,12 +133,12 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
 
     @Override
     public void created(Session session) {
-        thread.execute(() -> arm(session));
+        thread.execute(() -> ttls.arm(session, System.nanoTime()));
     }
 
     @Override
     public void renewed(Session session) {
-        thread.execute(() -> arm(session));
+        thread.execute(() -> ttls.arm(session, System.nanoTime()));
     }
 
     @Override
@@ -150,12 +149,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
                 lockDelays.put(key, new Delay(now + session.lockDelayNanos(), session.lockDelayNanos()));
             }
         }
-        thread.execute(() -> {
-            ScheduledFuture<?> timer = timers.remove(session.id());
-            if (timer != null) {
-                timer.cancel(false);
-            }
-        });
+        thread.execute(() -> ttls.forget(session.id()));
     }
 
     // ---------------------------------------------------------------- on the keeper's thread
@@ -169,12 +163,17 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         }
         boolean now = node.status().role() == Role.LEADER;
         if (now == leading) {
+            if (leading) {
+                for (io.conclave.engine.raft.kv.SessionTtl.Expiry expiry : ttls.due(System.nanoTime())) {
+                    invalidate(expiry.id(), expiry.renewIndex(), "its TTL of " + expiry.ttlNanos() / 1_000_000
+                            + " ms ran out twice over without a renew");
+                }
+            }
             return;
         }
         leading = now;
         if (!now) {
-            timers.values().forEach(timer -> timer.cancel(false));
-            timers.clear();
+            ttls.follow();
             return;
         }
         long start = System.nanoTime();
@@ -188,14 +187,13 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
             for (Member member : members.get()) {
                 status.put(member.name(), member.status());
             }
-            int armed = 0;
+            ttls.lead(System.nanoTime(), all.values()); // every TTL starts again
+            int armed = ttls.timed();
             for (Session session : all.values()) {
                 MemberStatus nodeStatus = status.get(session.node());
                 if (session.checks().contains(SERF_HEALTH) && nodeStatus != MemberStatus.ALIVE && nodeStatus != MemberStatus.LEAVING) {
-                    invalidate(session, KvCommand.NO_CAS, "its node " + session.node() + " is "
+                    invalidate(session.id(), KvCommand.NO_CAS, "its node " + session.node() + " is "
                             + (nodeStatus == null ? "not a member" : nodeStatus.name().toLowerCase()));
-                } else if (arm(session)) {
-                    armed++;
                 }
             }
             if (armed > 0) {
@@ -204,35 +202,16 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         }));
     }
 
-    /** (Re)starts the TTL timer of {@code session} while this server leads; false when it has no TTL. */
-    private boolean arm(Session session) {
-        if (!leading || session.ttlNanos() <= 0) {
-            return false;
-        }
-        ScheduledFuture<?> previous = timers.remove(session.id());
-        if (previous != null) {
-            previous.cancel(false);
-        }
-        long renewIndex = session.renewIndex();
-        timers.put(session.id(), thread.schedule(() -> {
-            timers.remove(session.id());
-            if (leading) {
-                invalidate(session, renewIndex, "its TTL of " + session.ttlNanos() / 1_000_000 + " ms ran out twice over without a renew");
-            }
-        }, Math.multiplyExact(session.ttlNanos(), 2), TimeUnit.NANOSECONDS));
-        return true;
-    }
-
-    private void invalidate(Session session, long renewIndex, String why) {
-        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, session.id(), new byte[0], 0, renewIndex)).onComplete(done -> {
+    private void invalidate(String id, long renewIndex, String why) {
+        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, renewIndex)).onComplete(done -> {
             if (done.succeeded() && "true".equals(new String(done.result(), StandardCharsets.UTF_8))) {
-                LOG.info("session {} ({}) invalidated: {}", session.id(), session.name(), why);
+                LOG.info("session {} invalidated: {}", id, why);
             } else if (done.failed()) {
-                LOG.warn("session {} could not be invalidated ({}): {}; trying again in 1 s while this server leads", session.id(), why,
+                LOG.warn("session {} could not be invalidated ({}): {}; trying again in 1 s while this server leads", id, why,
                         done.cause().getMessage());
                 thread.schedule(() -> {
                     if (leading) {
-                        invalidate(session, renewIndex, why);
+                        invalidate(id, renewIndex, why);
                     }
                 }, 1, TimeUnit.SECONDS);
             }
