@@ -33,13 +33,8 @@ class SnapshotCommandTest {
     static void startAgent() throws Exception {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success")) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("the dev agent never took a write");
-            }
-            Thread.sleep(50);
-        }
+        AgentProcess.awaitCondition("the dev agent takes a write", java.time.Duration.ofSeconds(20),
+                () -> Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success"));
     }
 
     @AfterAll

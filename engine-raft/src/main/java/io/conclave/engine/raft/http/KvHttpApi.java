@@ -207,6 +207,19 @@ public final class KvHttpApi {
     }
 
     /**
+     * {@link #staleAllowed}, or {@code null} once {@code request} was answered 400 for a bad {@code max_stale}: what
+     * the reads outside {@code /v1/kv} (sessions, transactions) call.
+     */
+    Boolean staleAllowedOrRefused(HttpServerRequest request) {
+        try {
+            return staleAllowed(request);
+        } catch (BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
+            return null;
+        }
+    }
+
+    /**
      * Completes once a read of this server's state is linearizable — a ReadIndex barrier here if it leads, else
      * confirmed by the leader and applied here — tried again while no leader is known (up to 5 s), each attempt
      * bounded; at once when {@code stale}.

@@ -295,11 +295,8 @@ public final class SessionHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        boolean stale;
-        try {
-            stale = kv.staleAllowed(request);
-        } catch (KvHttpApi.BadRequest e) {
-            HttpApi.error(request, 400, e.getMessage());
+        Boolean stale = kv.staleAllowedOrRefused(request);
+        if (stale == null) {
             return;
         }
         kv.readyToRead(stale)

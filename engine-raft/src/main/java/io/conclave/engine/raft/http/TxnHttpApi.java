@@ -43,11 +43,8 @@ public final class TxnHttpApi {
         if (kv.refusedParameters(request, List.of())) {
             return;
         }
-        boolean stale;
-        try {
-            stale = kv.staleAllowed(request);
-        } catch (KvHttpApi.BadRequest e) {
-            HttpApi.error(request, 400, e.getMessage());
+        Boolean stale = kv.staleAllowedOrRefused(request);
+        if (stale == null) {
             return;
         }
         http.readBody(request, MAX_BODY_BYTES, "a transaction", body -> vertx.executeBlocking(
