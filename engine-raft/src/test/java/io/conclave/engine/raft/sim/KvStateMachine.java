@@ -8,7 +8,7 @@ import java.util.TreeMap;
  * The simulator's state machine: a map of strings with put, get and compare-and-set, its commands encoded
  * as {@code op \0 key \0 value \0 expected}. Deterministic, as every state machine must be.
  */
-final class KvStateMachine {
+final class KvStateMachine implements SimStateMachine {
 
     private static final String SEPARATOR = "\u0000";
     static final String ABSENT = "\u0001absent";
@@ -21,7 +21,8 @@ final class KvStateMachine {
     }
 
     /** Applies a command; returns the output: the value for a get, "true"/"false" for a cas, "ok" for a put. */
-    String apply(byte[] command) {
+    @Override
+    public String apply(long index, byte[] command) {
         String[] parts = new String(command, StandardCharsets.UTF_8).split(SEPARATOR, -1);
         ClientOp.Kind kind = ClientOp.Kind.valueOf(parts[0]);
         String key = parts[1];
@@ -43,12 +44,14 @@ final class KvStateMachine {
         };
     }
 
-    String get(String key) {
+    @Override
+    public String get(String key) {
         return data.get(key);
     }
 
     /** The whole state, as snapshot content. */
-    byte[] snapshot() {
+    @Override
+    public byte[] snapshot() {
         StringBuilder text = new StringBuilder();
         for (Map.Entry<String, String> entry : data.entrySet()) {
             text.append(entry.getKey()).append(SEPARATOR).append(entry.getValue()).append('\n');
@@ -56,7 +59,8 @@ final class KvStateMachine {
         return text.toString().getBytes(StandardCharsets.UTF_8);
     }
 
-    void restore(byte[] content) {
+    @Override
+    public void restore(byte[] content) {
         data.clear();
         for (String line : new String(content, StandardCharsets.UTF_8).split("\n")) {
             if (!line.isEmpty()) {

@@ -24,8 +24,9 @@ import org.junit.jupiter.api.Timeout;
  * a TTL expiry sooner than its TTL (real time) after the commit of its last renew; no fenced write is accepted unless
  * its writer's session holds the lock; every server ends with the same state, byte for byte.
  *
- * <p>This is a simulation of the session layer over a modelled log, not inside the Raft simulator ({@link Simulation}),
- * whose state machine is still its own. {@code -Dsim.seeds=N} (500 in the normal run), {@code -Dsim.seed=S} replays one.
+ * <p>This is a simulation of the session layer over a modelled log, where commit delays, lags and clock offsets are
+ * chosen directly; {@link RaftSessionSimulationTest} runs the same layer inside the Raft simulator, over the real core.
+ * {@code -Dsim.seeds=N} (500 in the normal run), {@code -Dsim.seed=S} replays one.
  */
 @Timeout(300)
 class SessionSimulationTest {

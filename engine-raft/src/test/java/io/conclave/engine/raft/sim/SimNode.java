@@ -136,7 +136,7 @@ final class SimNode {
     long tickMillis = Simulation.TICK_MILLIS;
     /** How much slower than the base this server's disk syncs (a slow or busy disk). */
     int diskSlowdown = 1;
-    private KvStateMachine kv = new KvStateMachine();
+    private SimStateMachine kv;
     private long applied;
     private long reportedCommit;
     private boolean persisting;
@@ -155,7 +155,21 @@ final class SimNode {
         this.raftConfig = raftConfig;
         this.writesByIndex = new PendingWrites<>(raftConfig.has(RaftConfig.UnsafeBug.ANSWER_NOT_APPLIED_BEFORE_COMMIT));
         this.policy = policy;
+        this.kv = simulation.newStateMachine();
     }
+
+    /** The state machine this server applies to now (a new one at each start). */
+    SimStateMachine stateMachine() {
+        return kv;
+    }
+
+    /** This server's clock, in nanoseconds: its own offset, and its own rate (that of its ticks). */
+    long clockNanos() {
+        return clockOffsetNanos + simulation.now() * 1_000_000L * Simulation.TICK_MILLIS / tickMillis;
+    }
+
+    /** Where this server's clock started (a random offset: clocks of different servers are not comparable). */
+    long clockOffsetNanos;
 
     /** Starts (or restarts) the server from what is on its disk. */
     void start(Random random) {
@@ -164,12 +178,13 @@ final class SimNode {
         persisting = false;
         core = new RaftCore(id, raftConfig, random, policy);
         reportedCommit = 0;
-        kv = new KvStateMachine();
+        kv = simulation.newStateMachine();
         applied = 0;
         if (disk.snapshot != null) {
             kv.restore(disk.snapshotContent);
             applied = disk.snapshot.lastIndex();
         }
+        simulation.hooks.started(this);
         core.restore(disk.term, disk.vote, disk.removalActedAt, disk.snapshot, disk.entriesAfterSnapshot());
         simulation.checker.restarted(this);
         pump();
@@ -187,6 +202,7 @@ final class SimNode {
         readsById.clear();
         readsAwaitingApply.clear();
         receivedSnapshots.clear();
+        simulation.hooks.crashed(this);
     }
 
     long applied() {
@@ -229,6 +245,7 @@ final class SimNode {
         if (up && !paused()) { // a frozen process misses its timer ticks; the next one after it resumes fires
             core.tick();
             pump();
+            simulation.hooks.ticked(this);
         }
     }
 
@@ -260,11 +277,27 @@ final class SimNode {
                 heldWrites.put(requestId, new PendingWrite(op, requestId, 0, 0));
             }
         }
-        handleOutcome(outcome, op);
+        handleOutcome(outcome);
         pump();
     }
 
-    private void handleOutcome(ProposalOutcome outcome, ClientOp op) {
+    /**
+     * Proposes {@code command} under {@code requestId} (a client's request that arrived, or this server's own, as its
+     * session keeper's); the answer goes back through {@code simulation.answer}.
+     */
+    void proposeCommand(long requestId, byte[] command) {
+        if (!up || deferWhilePaused(() -> proposeCommand(requestId, command))) {
+            return;
+        }
+        ProposalOutcome outcome = core.propose(requestId, command);
+        if (outcome instanceof ProposalOutcome.Held) {
+            heldWrites.put(requestId, new PendingWrite(null, requestId, 0, 0));
+        }
+        handleOutcome(outcome);
+        pump();
+    }
+
+    private void handleOutcome(ProposalOutcome outcome) {
         if (outcome instanceof ProposalOutcome.Appended appended) {
             writesByIndex.add(appended.index(), appended.term(), appended.requestId(), 0);
         } else if (outcome instanceof ProposalOutcome.Refused refused) {
@@ -284,6 +317,7 @@ final class SimNode {
                     simulation.onNewLeader.accept(this);
                 }
             });
+            simulation.hooks.leads(this);
         }
         if (up && core.role() == Role.LEADER) {
             if (core.term() != leaderCommitTerm) {
@@ -295,6 +329,9 @@ final class SimNode {
             }
         }
         reportCommits();
+        if (up && core.role() != Role.LEADER) {
+            simulation.hooks.follows(this);
+        }
         while (up && !persisting && core.hasReady()) {
             Ready ready = core.ready();
             for (LogEntry entry : ready.entriesToPersist()) {
@@ -334,6 +371,7 @@ final class SimNode {
             LogEntry entry = core.entryAt(index);
             if (entry != null) {
                 simulation.checker.committed(this, entry);
+                simulation.hooks.committed(this, entry);
             }
         }
         reportedCommit = Math.max(reportedCommit, commit);
@@ -371,6 +409,7 @@ final class SimNode {
         }
         disk.write(ready.entriesToPersist());
         simulation.checker.entriesPersisted(this, ready.entriesToPersist());
+        simulation.hooks.persisted(this, ready.entriesToPersist());
         if (crashAfterNextPersist && ready.mustPersist()) {
             simulation.crashAndRestart(this); // durable, but nothing sent, applied or answered
             return false;
@@ -433,9 +472,8 @@ final class SimNode {
         @Override
         public void outcome(ProposalOutcome outcome) {
             PendingWrite held = heldWrites.remove(outcome.requestId());
-            ClientOp op = held != null ? held.op() : readsById.get(outcome.requestId());
-            if (op != null) {
-                handleOutcome(outcome, op);
+            if (held != null || readsById.containsKey(outcome.requestId())) {
+                handleOutcome(outcome);
             }
         }
 
@@ -475,8 +513,15 @@ final class SimNode {
         }
         simulation.checker.applied(this, entry);
         applied = entry.index();
-        String output = entry.type() == LogEntry.Type.COMMAND ? kv.apply(entry.data()) : null;
+        String output = entry.type() == LogEntry.Type.COMMAND ? applyCommand(entry) : null;
         writesByIndex.applied(entry, write -> simulation.answer(write.handle(), SimClient.Answer.ok(output)), this::answerNotApplied);
+    }
+
+    private String applyCommand(LogEntry entry) {
+        simulation.hooks.applying(this, entry);
+        String output = kv.apply(entry.index(), entry.data());
+        simulation.hooks.applied(this, entry, output);
+        return output;
     }
 
     private void answerNotApplied(PendingWrites.Pending<Long> write) {

@@ -32,6 +32,40 @@ public final class Simulation {
     private record Event(long time, long sequence, Runnable action) {
     }
 
+    /**
+     * What a test adds to every server, as the product's components beside the core do (a session keeper): told when
+     * a server starts, crashes, ticks, leads a new term, is not the leader, persists, learns a commit, and applies.
+     * Each runs inside the server's own step, on the simulated clock.
+     */
+    interface NodeHooks {
+        default void started(SimNode node) {
+        }
+
+        default void crashed(SimNode node) {
+        }
+
+        default void ticked(SimNode node) {
+        }
+
+        default void leads(SimNode node) {
+        }
+
+        default void follows(SimNode node) {
+        }
+
+        default void persisted(SimNode node, List<io.conclave.api.storage.LogEntry> entries) {
+        }
+
+        default void committed(SimNode node, io.conclave.api.storage.LogEntry entry) {
+        }
+
+        default void applying(SimNode node, io.conclave.api.storage.LogEntry entry) {
+        }
+
+        default void applied(SimNode node, io.conclave.api.storage.LogEntry entry, String output) {
+        }
+    }
+
     final long seed;
     final String testName;
     final Random random;
@@ -44,6 +78,8 @@ public final class Simulation {
     final double diskSpikeRate;
     final int maxDiskSpikeMillis;
     final double clockSkew;
+    final NodeHooks hooks;
+    private final java.util.function.Supplier<SimStateMachine> stateMachines;
     private final PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> a.time != b.time
             ? Long.compare(a.time, b.time) : Long.compare(a.sequence, b.sequence));
     private final Map<String, SimNode> nodes = new LinkedHashMap<>();
@@ -72,6 +108,8 @@ public final class Simulation {
         this.diskSpikeRate = builder.diskSpikeRate;
         this.maxDiskSpikeMillis = builder.maxDiskSpikeMillis;
         this.clockSkew = builder.clockSkew;
+        this.hooks = builder.hooks;
+        this.stateMachines = builder.stateMachines;
         network.longDelayRate = builder.longDelayRate;
         network.maxLongDelayMillis = builder.maxLongDelayMillis;
         network.lossRate = builder.lossRate;
@@ -111,6 +149,8 @@ public final class Simulation {
         private double clockSkew;
         private double longDelayRate;
         private int maxLongDelayMillis = 5_000;
+        private NodeHooks hooks = new NodeHooks() { };
+        private java.util.function.Supplier<SimStateMachine> stateMachines = KvStateMachine::new;
 
         private Builder(long seed, String testName) {
             this.seed = seed;
@@ -165,6 +205,17 @@ public final class Simulation {
             return this;
         }
 
+        /** What every server applies its log to (the simulator's own map of strings unless told). */
+        public Builder stateMachine(java.util.function.Supplier<SimStateMachine> machines) {
+            this.stateMachines = machines;
+            return this;
+        }
+
+        Builder hooks(NodeHooks nodeHooks) {
+            this.hooks = nodeHooks;
+            return this;
+        }
+
         public Simulation build() {
             return new Simulation(this);
         }
@@ -173,6 +224,7 @@ public final class Simulation {
     private SimNode newNode() {
         String id = "n" + nextNodeNumber++;
         SimNode node = new SimNode(id, this, raftConfig, policy);
+        node.clockOffsetNanos = ((seed * 31 + nextNodeNumber) * 0x9E3779B97F4A7C15L) >>> 4; // not from random: seeds replay as before
         if (clockSkew > 0) {
             node.tickMillis = Math.max(1, Math.round(TICK_MILLIS * (1 + clockSkew * (2 * random.nextDouble() - 1))));
         }
@@ -437,14 +489,55 @@ public final class Simulation {
         return requestId;
     }
 
+    /** A new state machine for a server that starts. */
+    SimStateMachine newStateMachine() {
+        return stateMachines.get();
+    }
+
+    /**
+     * A request with a command of the product's state machine, from the client named {@code from} to {@code target},
+     * over the network (cut links and pauses apply); its answer comes to {@code onAnswer}, unless lost on the way back.
+     */
+    void sendCommand(String from, String target, byte[] command, java.util.function.Consumer<SimClient.Answer> onAnswer) {
+        long requestId = nextRequestId++;
+        callbacks.put(requestId, onAnswer);
+        requestTargets.put(requestId, target);
+        requestSources.put(requestId, from);
+        schedule(network.minDelayMillis + random.nextInt(5), () -> {
+            SimNode node = nodes.get(target);
+            if (node != null && network.linkUp(from, target)) {
+                node.proposeCommand(requestId, command);
+            }
+        });
+    }
+
+    /** A server's own proposal (as its session keeper makes): its answer comes to {@code onAnswer}, in an event of its own. */
+    void proposeOwn(SimNode node, byte[] command, java.util.function.Consumer<SimClient.Answer> onAnswer) {
+        long requestId = nextRequestId++;
+        callbacks.put(requestId, onAnswer);
+        node.proposeCommand(requestId, command);
+    }
+
+    private final Map<Long, java.util.function.Consumer<SimClient.Answer>> callbacks = new HashMap<>();
+    private final Map<Long, String> requestSources = new HashMap<>();
+
     void answer(long requestId, SimClient.Answer answer) {
         SimClient client = requests.remove(requestId);
         String server = requestTargets.remove(requestId);
+        java.util.function.Consumer<SimClient.Answer> callback = callbacks.remove(requestId);
+        String source = requestSources.remove(requestId);
         if (client != null) {
             if (server != null && !network.linkUp(server, client.name())) {
                 return; // the answer is lost on a cut link: the client times out
             }
             schedule(network.minDelayMillis + random.nextInt(5), () -> client.answered(requestId, answer));
+        } else if (callback != null && source != null) {
+            if (server != null && !network.linkUp(server, source)) {
+                return;
+            }
+            schedule(network.minDelayMillis + random.nextInt(5), () -> callback.accept(answer));
+        } else if (callback != null) {
+            schedule(0, () -> callback.accept(answer));
         } else if (scriptedRequests.remove(requestId)) {
             scriptedAnswers.put(requestId, answer);
         }
