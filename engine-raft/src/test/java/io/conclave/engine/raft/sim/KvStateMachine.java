@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.sim;
 
+import io.conclave.testsupport.ClientOp;
+import io.conclave.testsupport.LinearizabilityChecker;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.TreeMap;
@@ -31,6 +33,10 @@ final class KvStateMachine implements SimStateMachine {
         return switch (kind) {
             case PUT -> {
                 data.put(key, value);
+                yield "ok";
+            }
+            case DELETE -> {
+                data.remove(key);
                 yield "ok";
             }
             case GET -> String.valueOf(data.get(key));

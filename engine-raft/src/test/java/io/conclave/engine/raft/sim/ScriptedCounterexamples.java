@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.sim;
 
+import io.conclave.testsupport.ClientOp;
+import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.engine.raft.core.ConfigChange;
 import io.conclave.engine.raft.core.ProposalOutcome;
 import io.conclave.engine.raft.core.RaftConfig;

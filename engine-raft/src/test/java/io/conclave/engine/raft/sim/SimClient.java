@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.sim;
 
+import io.conclave.testsupport.ClientOp;
+import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.engine.raft.core.ProposalOutcome;
 import java.util.List;
 import java.util.Random;
@@ -105,7 +107,7 @@ final class SimClient {
         }
         switch (answer.kind()) {
             case OK -> {
-                current.returnMillis = simulation.now();
+                current.returnTime = simulation.now();
                 current.output = answer.output();
                 simulation.record(current);
                 current = null;

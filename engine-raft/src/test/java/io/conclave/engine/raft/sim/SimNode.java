@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.sim;
 
+import io.conclave.testsupport.ClientOp;
+import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.api.policy.ServerRemovalPolicy;
 import io.conclave.api.storage.LogEntry;
 import io.conclave.api.storage.SnapshotMeta;

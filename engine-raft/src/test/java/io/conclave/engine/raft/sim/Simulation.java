@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.sim;
 
+import io.conclave.testsupport.ClientOp;
+import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.api.policy.ServerRemovalPolicy;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
@@ -600,7 +602,7 @@ public final class Simulation {
         runUntil(() -> leader.applied() >= leader.core.commitIndex(), 5_000);
         for (String key : new java.util.TreeSet<>(recentValues.keySet())) {
             ClientOp read = new ClientOp(0, ClientOp.Kind.GET, key, null, null, now);
-            read.returnMillis = now;
+            read.returnTime = now;
             read.output = String.valueOf(leader.read(key));
             history.add(read);
         }
@@ -611,7 +613,7 @@ public final class Simulation {
         for (LinearizabilityChecker.Result result : LinearizabilityChecker.check(history)) {
             if (!result.linearizable()) {
                 StringBuilder text = new StringBuilder("history of key " + result.key() + " is not linearizable:");
-                result.operations().stream().sorted((a, b) -> Long.compare(a.invokeMillis, b.invokeMillis))
+                result.operations().stream().sorted((a, b) -> Long.compare(a.invokeTime, b.invokeTime))
                         .forEach(op -> text.append("\n    ").append(op));
                 throw failure(text.toString());
             }

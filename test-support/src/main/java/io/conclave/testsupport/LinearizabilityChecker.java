@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.sim;
+package io.conclave.testsupport;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -17,10 +17,10 @@ import java.util.Set;
  * Operations whose outcome is unknown return at infinity: they may be linearized anywhere after their
  * invocation, including after every other operation — which is the same as never having happened.
  */
-final class LinearizabilityChecker {
+public final class LinearizabilityChecker {
 
     /** The answer for one key: linearizable or not, and whether the search gave up at its budget. */
-    record Result(boolean linearizable, boolean exhausted, String key, List<ClientOp> operations) {
+    public record Result(boolean linearizable, boolean exhausted, String key, List<ClientOp> operations) {
     }
 
     private static final long STEP_BUDGET = 5_000_000;
@@ -28,7 +28,8 @@ final class LinearizabilityChecker {
     private LinearizabilityChecker() {
     }
 
-    static List<Result> check(List<ClientOp> history) {
+    /** Checks each key's history; a search that exceeds its budget says so ({@link Result#exhausted}). */
+    public static List<Result> check(List<ClientOp> history) {
         Map<String, List<ClientOp>> byKey = new HashMap<>();
         for (ClientOp op : history) {
             if (op.kind == ClientOp.Kind.GET && op.unknown()) {
@@ -66,6 +67,7 @@ final class LinearizabilityChecker {
     private static Step step(String state, ClientOp op) {
         return switch (op.kind) {
             case PUT -> new Step(true, op.value);
+            case DELETE -> new Step(true, null);
             case GET -> new Step(Objects.equals(op.output, String.valueOf(state)), state);
             case CAS -> {
                 boolean matches = Objects.equals(state, op.expected);
@@ -81,8 +83,8 @@ final class LinearizabilityChecker {
         List<Node> events = new ArrayList<>();
         for (int i = 0; i < ops.size(); i++) {
             ClientOp op = ops.get(i);
-            Node call = new Node(op, i, true, op.invokeMillis);
-            Node ret = new Node(op, i, false, op.returnMillis);
+            Node call = new Node(op, i, true, op.invokeTime);
+            Node ret = new Node(op, i, false, op.returnTime);
             call.match = ret;
             events.add(call);
             events.add(ret);
