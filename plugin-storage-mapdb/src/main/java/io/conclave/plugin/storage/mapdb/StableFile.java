@@ -110,7 +110,7 @@ final class StableFile implements AutoCloseable {
                 StandardOpenOption.WRITE)) {
             FileChannels.writeFully(channel, copy.duplicate(), 0);
             FileChannels.writeFully(channel, copy, COPY_BYTES);
-            channel.force(true);
+            FileChannels.force(channel, true);
         }
         Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE);
         FileChannels.syncFolder(file.getParent());
@@ -212,9 +212,9 @@ final class StableFile implements AutoCloseable {
         }
         try {
             FileChannels.writeFully(channel, copy.duplicate(), 0);
-            channel.force(false);
+            FileChannels.force(channel, false);
             FileChannels.writeFully(channel, copy, COPY_BYTES);
-            channel.force(false);
+            FileChannels.force(channel, false);
         } catch (IOException e) {
             staged.clear();
             staged.putAll(committed);
