@@ -392,16 +392,22 @@ public final class RaftNode {
 
         SnapshotMeta commit() {
             over = true;
-            receiving.decrementAndGet();
-            return writer.commit();
+            try {
+                return writer.commit();
+            } finally {
+                receiving.decrementAndGet(); // after the store has its outcome: zero means nothing is left half-done
+            }
         }
 
         void discard() {
             if (!over) {
                 over = true;
-                receiving.decrementAndGet();
-                if (writer != null) {
-                    writer.close();
+                try {
+                    if (writer != null) {
+                        writer.close(); // deletes the temporary file
+                    }
+                } finally {
+                    receiving.decrementAndGet(); // only once the temporary file is gone
                 }
             }
         }
