@@ -53,7 +53,41 @@ final class AgentProcess implements AutoCloseable {
 
     /** As {@link #start(Path, List, String...)}, from the distribution unpacked at {@code home} (a copy, say). */
     static AgentProcess startFrom(Path home, Path work, List<String> jvmOptions, String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        return startFrom(List.of(), home, work, jvmOptions, args);
+    }
+
+    /** As {@link #start(Path, List, String...)}, inside the network namespace {@code namespace} ({@link TestHosts}). */
+    static AgentProcess startInside(String namespace, Path work, List<String> jvmOptions, String... args) throws IOException {
+        return startFrom(List.of("ip", "netns", "exec", namespace), distribution(), work, jvmOptions, args);
+    }
+
+    /**
+     * As {@link #startInside} ({@code namespace} null: on this host), but through the test-only launcher
+     * {@code io.conclave.unsafe.UnsafeAgent} with the deliberate core bugs {@code unsafeBugs} (comma-separated) on: the
+     * distribution's modules, never a changed zip.
+     */
+    static AgentProcess startUnsafe(String namespace, String unsafeBugs, Path work, List<String> jvmOptions, String... args)
+            throws IOException {
+        Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
+        List<String> launcher = List.of("--add-modules", "ALL-MODULE-PATH",
+                "--add-exports", "io.conclave.engine.raft/io.conclave.engine.raft.agent=ALL-UNNAMED",
+                "--add-exports", "io.conclave.cli/io.conclave.cli=ALL-UNNAMED", "-cp", classes.toString(), "io.conclave.unsafe.UnsafeAgent",
+                unsafeBugs);
+        return startFrom(namespace == null ? List.of() : List.of("ip", "netns", "exec", namespace), launcher, distribution(), work,
+                jvmOptions, args);
+    }
+
+    private static final List<String> MAIN = List.of("-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand");
+
+    private static AgentProcess startFrom(List<String> prefix, Path home, Path work, List<String> jvmOptions, String... args)
+            throws IOException {
+        return startFrom(prefix, MAIN, home, work, jvmOptions, args);
+    }
+
+    private static AgentProcess startFrom(List<String> prefix, List<String> main, Path home, Path work, List<String> jvmOptions,
+            String... args) throws IOException {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
                 "-Dconclave.home=" + home));
         command.addAll(jvmOptions);
@@ -61,7 +95,8 @@ final class AgentProcess implements AutoCloseable {
         if (!extra.isBlank()) { // a benchmark's own, for every child (a GC log, say)
             command.addAll(List.of(extra.trim().split("\\s+")));
         }
-        command.addAll(List.of("--module-path", home.resolve("lib").toString(), "-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand"));
+        command.addAll(List.of("--module-path", home.resolve("lib").toString()));
+        command.addAll(main);
         command.addAll(List.of(args));
         Path output = Files.createTempFile(work, "agent", ".log");
         Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();

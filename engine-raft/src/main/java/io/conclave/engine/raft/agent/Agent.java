@@ -46,6 +46,7 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -61,6 +62,28 @@ import org.slf4j.LoggerFactory;
 public final class Agent implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
+
+    /**
+     * Deliberate core bugs ({@link RaftConfig.UnsafeBug}) for the reliability suite's test-only launcher
+     * ({@code io.conclave.unsafe.UnsafeAgent} in the distribution's tests), which alone sets them, by reflection, with
+     * this package exported to it on its own command line. No configuration key, option or property reaches them:
+     * empty in the product.
+     */
+    private static volatile Set<RaftConfig.UnsafeBug> unsafeBugs = Set.of();
+
+    /** Switches on the deliberate bugs named (comma-separated {@link RaftConfig.UnsafeBug} names); for the test-only launcher. */
+    public static void unsafeBugsForTests(String names) {
+        Set<RaftConfig.UnsafeBug> bugs = java.util.EnumSet.noneOf(RaftConfig.UnsafeBug.class);
+        for (String name : names.split(",")) {
+            if (!name.isBlank()) {
+                bugs.add(RaftConfig.UnsafeBug.valueOf(name.strip()));
+            }
+        }
+        unsafeBugs = Set.copyOf(bugs);
+        if (!bugs.isEmpty()) {
+            LOG.warn("THIS SERVER RUNS WITH DELIBERATE RAFT BUGS {} (a test-only launcher): it may lose or corrupt data", bugs);
+        }
+    }
     private static final long START_TIMEOUT_SECONDS = 60;
     static final String CLUSTER_ID_KEY = "cluster-id";
 
@@ -291,7 +314,7 @@ public final class Agent implements AutoCloseable {
                 (int) (timing.electionTimeoutMax().toMillis() / tick), 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
                 Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES, RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES,
                 timing.maxUncommittedBytes(), RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
-                java.util.Set.of());
+                unsafeBugs);
         RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2,
                 timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
         ConclaveConfig.Autopilot seed = config.autopilot();

@@ -1,0 +1,199 @@
+package io.conclave.cli;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The reliability suite's own test hosts: each server in a network namespace of its own ({@code ip netns}), joined by
+ * a veth pair to a bridge in a hub namespace, where the clients run; addresses in {@code 10.213.<net>.0/24}, inside
+ * these namespaces only (the machine's own network is never touched). Network faults are routes: a blackhole route in
+ * server A's namespace to server B's address drops what A sends to B — a one-way cut (over TCP, which needs both ways,
+ * it stops A's connections to B and B's to A alike, as a one-way packet loss does); a cut both ways between two sides
+ * is a partition; a slow link is a token bucket on both ends of a server's veth ({@link #slow}); clients in the hub
+ * always reach every server, as Jepsen's do. All is created by {@link #create} and
+ * removed by {@link #close}, namespaces left by a killed earlier run first.
+ */
+final class TestHosts implements AutoCloseable {
+
+    static final String PREFIX = "cvrel";
+
+    final int servers;
+    final int net;
+    private final Set<String> cuts = new HashSet<>();
+
+    private TestHosts(int servers, int net) {
+        this.servers = servers;
+        this.net = net;
+    }
+
+    /**
+     * Whether namespaces can be made here: null if so, else why not (not root, no {@code ip}). The caller skips
+     * network faults with the reason outside CI, and fails in CI (which runs as root).
+     */
+    static String unavailable() {
+        try {
+            if (!"root".equals(System.getProperty("user.name"))) {
+                return "network namespaces need root (running as " + System.getProperty("user.name") + ")";
+            }
+            run(List.of("ip", "netns", "list"));
+            return null;
+        } catch (IOException | RuntimeException e) {
+            return "network namespaces cannot be made: " + e.getMessage();
+        }
+    }
+
+    static TestHosts create(int servers) throws IOException {
+        removeLeftovers();
+        TestHosts hosts = new TestHosts(servers, 1 + (int) (ProcessHandle.current().pid() % 250));
+        try {
+            String hub = hosts.hub();
+            run(List.of("ip", "netns", "add", hub));
+            run(List.of("ip", "-n", hub, "link", "set", "lo", "up"));
+            run(List.of("ip", "-n", hub, "link", "add", "br0", "type", "bridge"));
+            run(List.of("ip", "-n", hub, "addr", "add", hosts.hubAddress() + "/24", "dev", "br0"));
+            run(List.of("ip", "-n", hub, "link", "set", "br0", "up"));
+            for (int i = 1; i <= servers; i++) {
+                String ns = hosts.namespace(i);
+                String hubSide = PREFIX + "h" + i;
+                run(List.of("ip", "netns", "add", ns));
+                run(List.of("ip", "-n", ns, "link", "set", "lo", "up"));
+                run(List.of("ip", "-n", hub, "link", "add", hubSide, "type", "veth", "peer", "name", "eth0", "netns", ns));
+                run(List.of("ip", "-n", hub, "link", "set", hubSide, "master", "br0"));
+                run(List.of("ip", "-n", hub, "link", "set", hubSide, "up"));
+                run(List.of("ip", "-n", ns, "addr", "add", hosts.address(i) + "/24", "dev", "eth0"));
+                run(List.of("ip", "-n", ns, "link", "set", "eth0", "up"));
+            }
+        } catch (IOException | RuntimeException e) {
+            hosts.close();
+            throw e;
+        }
+        return hosts;
+    }
+
+    String hub() {
+        return PREFIX + "-hub";
+    }
+
+    String namespace(int server) {
+        return PREFIX + "-s" + server;
+    }
+
+    String address(int server) {
+        return "10.213." + net + "." + server;
+    }
+
+    String hubAddress() {
+        return "10.213." + net + ".254";
+    }
+
+    /** {@code command} run inside {@code namespace} ({@code ip netns exec} execs it: the process keeps its PID). */
+    static List<String> inside(String namespace, List<String> command) {
+        List<String> all = new ArrayList<>(List.of("ip", "netns", "exec", namespace));
+        all.addAll(command);
+        return all;
+    }
+
+    /** Drops what server {@code from} sends to server {@code to}. */
+    synchronized void cut(int from, int to) throws IOException {
+        if (cuts.add(from + ">" + to)) {
+            run(List.of("ip", "-n", namespace(from), "route", "add", "blackhole", address(to) + "/32"));
+        }
+    }
+
+    /** Cuts {@code server} from every other server, both ways. */
+    void isolate(int server) throws IOException {
+        for (int other = 1; other <= servers; other++) {
+            if (other != server) {
+                cut(server, other);
+                cut(other, server);
+            }
+        }
+    }
+
+    /** Cuts every server of {@code side} from every server not in it, both ways. */
+    void partition(Set<Integer> side) throws IOException {
+        for (int inside : side) {
+            for (int outside = 1; outside <= servers; outside++) {
+                if (!side.contains(outside)) {
+                    cut(inside, outside);
+                    cut(outside, inside);
+                }
+            }
+        }
+    }
+
+    /** Removes every cut and slow link. */
+    synchronized void heal() throws IOException {
+        for (String cut : cuts) {
+            String[] ends = cut.split(">");
+            run(List.of("ip", "-n", namespace(Integer.parseInt(ends[0])), "route", "del", "blackhole",
+                    address(Integer.parseInt(ends[1])) + "/32"));
+        }
+        cuts.clear();
+        for (int server : slowed) {
+            run(List.of("ip", "netns", "exec", namespace(server), "tc", "qdisc", "del", "dev", "eth0", "root"));
+            run(List.of("ip", "netns", "exec", hub(), "tc", "qdisc", "del", "dev", PREFIX + "h" + server, "root"));
+        }
+        slowed.clear();
+    }
+
+    /**
+     * A slow, congested link between {@code server} and the bridge, both ways: a token bucket ({@code tc tbf}) of
+     * {@code kbits} kbit/s holds packets up to {@code latencyMillis} (their delay) and drops what would wait longer (the
+     * loss). {@code tc netem} is missing from this kernel, so delay and loss come from congestion, not from a random
+     * draw per packet.
+     */
+    synchronized void slow(int server, int kbits, int latencyMillis) throws IOException {
+        if (slowed.add(server)) {
+            String shape = "tbf rate " + kbits + "kbit burst 4000 latency " + latencyMillis + "ms";
+            run(new ArrayList<>(List.of(("ip netns exec " + namespace(server) + " tc qdisc add dev eth0 root " + shape).split(" "))));
+            run(new ArrayList<>(List.of(("ip netns exec " + hub() + " tc qdisc add dev " + PREFIX + "h" + server + " root " + shape)
+                    .split(" "))));
+        }
+    }
+
+    private final Set<Integer> slowed = new HashSet<>();
+
+    synchronized int cutCount() {
+        return cuts.size();
+    }
+
+    @Override
+    public void close() throws IOException {
+        removeLeftovers();
+    }
+
+    /** Deletes every namespace of this suite (a run killed before its clean-up leaves them): their veths go with them. */
+    static void removeLeftovers() throws IOException {
+        for (String line : run(List.of("ip", "netns", "list")).split("\n")) {
+            String name = line.trim().split("\\s+")[0];
+            if (name.startsWith(PREFIX + "-")) {
+                run(List.of("ip", "netns", "delete", name));
+            }
+        }
+    }
+
+    /** Runs a command to its end; its output, or an {@link IOException} naming the command and what it said. */
+    static String run(List<String> command) throws IOException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try {
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new IOException(String.join(" ", command) + " did not finish within 20 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        }
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (process.exitValue() != 0) {
+            throw new IOException(String.join(" ", command) + " failed (" + process.exitValue() + "): " + output.trim());
+        }
+        return output;
+    }
+}
