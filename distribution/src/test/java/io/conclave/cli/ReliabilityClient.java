@@ -220,8 +220,12 @@ public final class ReliabilityClient {
 
     /** Outcome "ok" (an HTTP answer), "fail" (certainly not applied) or "unknown". */
     private Answer call(HttpRequest.Builder request) {
+        return call(request, TIMEOUT);
+    }
+
+    private Answer call(HttpRequest.Builder request, Duration timeout) {
         try {
-            HttpResponse<String> response = http.send(request.timeout(TIMEOUT).build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response = http.send(request.timeout(timeout).build(), HttpResponse.BodyHandlers.ofString());
             String body = response.body();
             if (response.statusCode() == 503 || (response.statusCode() == 500 && body.startsWith("No cluster leader here"))) {
                 return new Answer(response.statusCode(), body, "fail"); // refused before it was proposed
@@ -348,7 +352,7 @@ public final class ReliabilityClient {
             Thread.sleep(200);
         }
         Answer answer = call(HttpRequest.newBuilder(URI.create(servers.get(server - 1) + "/v1/agent/leave"))
-                .PUT(HttpRequest.BodyPublishers.noBody()));
+                .PUT(HttpRequest.BodyPublishers.noBody()), Duration.ofSeconds(90)); // a leader's leave hands over first
         return answer.status + " " + answer.outcome;
     }
 

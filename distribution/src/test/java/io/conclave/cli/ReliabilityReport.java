@@ -29,9 +29,9 @@ final class ReliabilityReport {
         long end = Math.max(result.ended, start + 1);
         double perNano = (double) WIDTH / (end - start);
         double maxLatencyMs = 1;
-        for (String[] f : result.records) {
-            if (!f[7].equals("-1")) {
-                maxLatencyMs = Math.max(maxLatencyMs, (Long.parseLong(f[7]) - Long.parseLong(f[6])) / 1e6);
+        for (ReliabilityRun.Dot dot : result.records) {
+            if (dot.returned() != -1) {
+                maxLatencyMs = Math.max(maxLatencyMs, (dot.returned() - dot.invoked()) / 1e6);
             }
         }
         double top = Math.log10(Math.max(10, maxLatencyMs));
@@ -55,15 +55,16 @@ final class ReliabilityReport {
         }
         int every = Math.max(1, result.records.size() / MAX_DOTS); // an hour's run: a sample, every unknown kept
         int seen = 0;
-        for (String[] f : result.records) {
-            long invoked = Long.parseLong(f[6]);
-            if (invoked < start || (seen++ % every != 0 && !f[9].equals("unknown"))) {
+        for (ReliabilityRun.Dot dot : result.records) {
+            long invoked = dot.invoked();
+            if (invoked < start || (seen++ % every != 0 && !dot.outcome().equals("unknown"))) {
                 continue;
             }
-            boolean unknown = f[7].equals("-1");
-            double latencyMs = unknown ? Math.pow(10, top) : Math.max(0.1, (Long.parseLong(f[7]) - invoked) / 1e6);
+            boolean unknown = dot.returned() == -1;
+            double latencyMs = unknown ? Math.pow(10, top) : Math.max(0.1, (dot.returned() - invoked) / 1e6);
             double y = PLOT - PLOT * (Math.log10(latencyMs) + 1) / (top + 1);
-            String colour = f[9].equals("ok") ? (f[2].equals("GET") ? "#4e79a7" : "#59a14f") : f[9].equals("fail") ? "#999999" : "#f28e2b";
+            String colour = dot.outcome().equals("ok") ? (dot.kind().equals("GET") || dot.kind().equals("STALE") ? "#4e79a7" : "#59a14f")
+                    : dot.outcome().equals("fail") ? "#999999" : "#f28e2b";
             svg.append(String.format(Locale.ROOT, "<circle cx='%.1f' cy='%.1f' r='1.5' fill='%s'/>", (invoked - start) * perNano,
                     Math.max(0, y), colour));
         }

@@ -23,6 +23,9 @@ import java.util.Set;
  * @param maxPendingReads          ReadIndex requests waiting for confirmation
  * @param departedAckTicks         how long a leader keeps heart-beating a removed server that has not
  *                                 acknowledged its removal
+ * @param fastFailover             act on the runtime's evidence that the leader's process is gone
+ *                                 ({@link RaftCore#leaderProcessGone}): campaign after a few silent ticks instead of an
+ *                                 election timeout; needs pre-vote and check-quorum
  * @param unsafeBugs               deliberate bugs, for proving the simulator's checkers; empty in production
  */
 public record RaftConfig(
@@ -39,6 +42,7 @@ public record RaftConfig(
         int maxHeldProposals,
         int maxPendingReads,
         int departedAckTicks,
+        boolean fastFailover,
         Set<UnsafeBug> unsafeBugs) {
 
     public static final int DEFAULT_ELECTION_TIMEOUT_MIN_TICKS = 10;
@@ -106,37 +110,43 @@ public record RaftConfig(
         return new RaftConfig(DEFAULT_ELECTION_TIMEOUT_MIN_TICKS, DEFAULT_ELECTION_TIMEOUT_MAX_TICKS,
                 DEFAULT_HEARTBEAT_TICKS, true, true, DEFAULT_MAX_ENTRIES_PER_MESSAGE, DEFAULT_MAX_BYTES_PER_MESSAGE,
                 DEFAULT_MAX_INFLIGHT_MESSAGES, DEFAULT_MAX_UNCOMMITTED_ENTRIES, DEFAULT_MAX_UNCOMMITTED_BYTES, DEFAULT_MAX_HELD_PROPOSALS,
-                DEFAULT_MAX_PENDING_READS, DEFAULT_DEPARTED_ACK_TICKS, Set.of());
+                DEFAULT_MAX_PENDING_READS, DEFAULT_DEPARTED_ACK_TICKS, false, Set.of());
     }
 
     public RaftConfig withUnsafeBugs(Set<UnsafeBug> bugs) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
-                maxPendingReads, departedAckTicks, bugs);
+                maxPendingReads, departedAckTicks, fastFailover, bugs);
+    }
+
+    public RaftConfig withFastFailover(boolean enabled) {
+        return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
+                maxPendingReads, departedAckTicks, enabled, unsafeBugs);
     }
 
     public RaftConfig withPreVote(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, enabled, checkQuorum,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
-                maxPendingReads, departedAckTicks, unsafeBugs);
+                maxPendingReads, departedAckTicks, fastFailover, unsafeBugs);
     }
 
     public RaftConfig withCheckQuorum(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, enabled,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
-                maxPendingReads, departedAckTicks, unsafeBugs);
+                maxPendingReads, departedAckTicks, fastFailover, unsafeBugs);
     }
 
     public RaftConfig withMessageLimits(int maxEntries, long maxBytes, int maxInflight) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
                 maxEntries, maxBytes, maxInflight, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
-                maxPendingReads, departedAckTicks, unsafeBugs);
+                maxPendingReads, departedAckTicks, fastFailover, unsafeBugs);
     }
 
     public RaftConfig withUncommittedLimits(int maxEntries, long maxBytes) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxEntries, maxBytes, maxHeldProposals,
-                maxPendingReads, departedAckTicks, unsafeBugs);
+                maxPendingReads, departedAckTicks, fastFailover, unsafeBugs);
     }
 
     public boolean has(UnsafeBug bug) {
@@ -158,6 +168,10 @@ public record RaftConfig(
         require(maxHeldProposals >= 0, "maxHeldProposals", maxHeldProposals, "at least 0");
         require(maxPendingReads >= 1, "maxPendingReads", maxPendingReads, "at least 1");
         require(departedAckTicks >= 1, "departedAckTicks", departedAckTicks, "at least 1");
+        if (fastFailover && !(preVote && checkQuorum)) { // without them a false alarm could depose a leader a quorum hears
+            throw new IllegalArgumentException("raft fastFailover needs preVote and checkQuorum on (preVote = " + preVote
+                    + ", checkQuorum = " + checkQuorum + ")");
+        }
         return this;
     }
 

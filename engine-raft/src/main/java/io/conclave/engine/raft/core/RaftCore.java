@@ -62,6 +62,18 @@ public final class RaftCore {
     private int randomizedElectionTimeout;
     private final Map<String, Boolean> votes = new HashMap<>();
 
+    /**
+     * Fast failover ({@link RaftConfig#fastFailover}): the leader whose process the runtime says is gone, held until
+     * any message from it, or until another leader is followed; null without such evidence.
+     */
+    private String goneLeader;
+    /** The highest index the current leader mentioned to this follower (its appends and commit): "behind" if above our log. */
+    private long leaderIndexSeen;
+    /** Campaigns made after a gone leader and not yet ended by a leader: retried after a short delay, a few times. */
+    private int fastCampaigns;
+    private int fastRetryTicks;
+    private static final int FAST_CAMPAIGNS = 4;
+
     private final Map<String, Progress> progress = new LinkedHashMap<>();
     private final Map<String, Integer> departing = new HashMap<>();
     /** For each departing server, the index of the configuration that removed it. */
@@ -221,10 +233,55 @@ public final class RaftCore {
         }
     }
 
+    /**
+     * Evidence, from the runtime, that the process of {@code leader} is gone: its stream to this server ended without a
+     * graceful close and a reconnect to its port was refused (its host closed its sockets). Acted on only with
+     * {@link RaftConfig#fastFailover}, while this server follows {@code leader}; cancelled by any message from it. A
+     * follower holding it campaigns once the leader has been silent for {@link #silentTicks} ticks, ranked (its log
+     * behind what the leader mentioned: later; then by ID), and a voter holding it and the same silence skips
+     * stickiness for that leader. A leader that a quorum hears sends them a heartbeat every tick, so false evidence
+     * never gathers a quorum's votes; pre-vote keeps any campaign from raising a term.
+     */
+    public void leaderProcessGone(String leader) {
+        if (!config.fastFailover() || role != Role.FOLLOWER || leader == null || !leader.equals(leaderId) || leader.equals(goneLeader)) {
+            return;
+        }
+        goneLeader = leader;
+        metrics.leaderGoneEvidence++;
+    }
+
+    /** Ticks without a word from the leader before evidence counts: a heartbeat interval and two ticks of slack (skew, jitter). */
+    private int silentTicks() {
+        return config.heartbeatTicks() + 2;
+    }
+
+    /** Whether this follower holds evidence that its leader is gone and has not heard from it since, for {@link #silentTicks}. */
+    private boolean leaderGoneAndSilent() {
+        return goneLeader != null && goneLeader.equals(leaderId) && role == Role.FOLLOWER && electionElapsed >= silentTicks();
+    }
+
+    /**
+     * The extra ticks this follower waits after the silence, two per rank (clocks and tick phases differ by up to a
+     * tick, and two pre-candidates of one term both pass the pre-vote, then split the vote): behind the leader's log,
+     * after every follower that is not; then by ID.
+     */
+    private int failoverRank() {
+        int rank = 0;
+        for (Server voter : log.latestConfiguration().voters()) {
+            if (!voter.id().equals(goneLeader) && voter.id().compareTo(id) < 0) {
+                rank++;
+            }
+        }
+        return 2 * (log.lastIndex() < leaderIndexSeen ? rank + log.latestConfiguration().voterCount() : rank);
+    }
+
     /** Handles a message from another server. */
     public void step(Message message) {
         if (role == Role.SHUTDOWN || !message.to().equals(id) || message.from().equals(id)) {
             return;
+        }
+        if (message.from().equals(goneLeader)) {
+            goneLeader = null; // it speaks: the evidence was false, or it came back
         }
         if (message.term() > term) {
             if (!stepHigherTerm(message)) {
@@ -629,6 +686,8 @@ public final class RaftCore {
 
     private void becomeLeader() {
         role = Role.LEADER;
+        fastCampaigns = 0;
+        goneLeader = null;
         uncommittedBytes = bytesAfterCommit(log.lastIndex());
         leaderId = id;
         electionElapsed = 0;
@@ -678,11 +737,38 @@ public final class RaftCore {
 
     private void tickElection() {
         electionElapsed++;
+        if (config.fastFailover() && promotable() && tickFastFailover()) {
+            return;
+        }
         if (promotable() && electionElapsed >= randomizedElectionTimeout) {
             electionElapsed = 0;
             resetElectionTimeout();
             campaign(config.preVote() ? CampaignKind.PRE_VOTE : CampaignKind.ELECTION);
         }
+    }
+
+    /** Campaigns on evidence that the leader is gone, or retries such a campaign; returns whether it campaigned. */
+    private boolean tickFastFailover() {
+        if (goneLeader != null && !goneLeader.equals(leaderId)) {
+            goneLeader = null; // another leader (or none) since: the evidence was about an earlier one
+        }
+        boolean start = goneLeader != null && leaderGoneAndSilent() && electionElapsed >= silentTicks() + failoverRank();
+        boolean retry = !start && fastCampaigns > 0 && fastCampaigns < FAST_CAMPAIGNS && leaderId == null
+                && electionElapsed >= fastRetryTicks;
+        if (!start && !retry) {
+            if (fastCampaigns >= FAST_CAMPAIGNS && leaderId == null) {
+                fastCampaigns = 0; // no luck: the usual election timeout from here
+            }
+            return false;
+        }
+        fastCampaigns = start ? 1 : fastCampaigns + 1;
+        goneLeader = null;
+        electionElapsed = 0;
+        metrics.campaignsOnEvidence++;
+        campaign(CampaignKind.PRE_VOTE);
+        // a split vote or a voter not yet silent: again after a short random delay, not an election timeout
+        fastRetryTicks = 2 + random.nextInt(2 * log.latestConfiguration().voterCount());
+        return true;
     }
 
     private void tickLeader() {
@@ -800,8 +886,9 @@ public final class RaftCore {
 
     /** Whether this server heard from a leader within the minimum election timeout (leader stickiness). */
     private boolean inLeaderLease() {
-        // as etcd: only with check-quorum does a leader step down when cut off, so only then may voters trust its lease
-        return config.checkQuorum() && leaderId != null && electionElapsed < config.electionTimeoutMinTicks();
+        // as etcd: only with check-quorum does a leader step down when cut off, so only then may voters trust its lease;
+        // a voter that holds evidence of the leader's death and has heard nothing from it since does not
+        return config.checkQuorum() && leaderId != null && electionElapsed < config.electionTimeoutMinTicks() && !leaderGoneAndSilent();
     }
 
     /** Returns whether to go on handling a message of a higher term. */
@@ -903,6 +990,11 @@ public final class RaftCore {
 
     private void heardFromLeader(Message message) {
         electionElapsed = 0;
+        fastCampaigns = 0;
+        if (!message.from().equals(leaderId)) {
+            leaderIndexSeen = 0;
+        }
+        leaderIndexSeen = Math.max(leaderIndexSeen, Math.max(message.commit(), message.logIndex() + message.entries().size()));
         if (role != Role.FOLLOWER || !Objects.equals(leaderId, message.from())) {
             becomeFollower(term, message.from());
         }

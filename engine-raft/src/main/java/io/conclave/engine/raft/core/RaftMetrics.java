@@ -15,6 +15,8 @@ public final class RaftMetrics {
     long electionsWon;
     long leadershipTransfers;
     long proposalsCommitted;
+    long leaderGoneEvidence;
+    long campaignsOnEvidence;
     final Map<CoreEvent.RefusalReason, Long> votesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
     final Map<CoreEvent.RefusalReason, Long> preVotesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
 
@@ -32,6 +34,16 @@ public final class RaftMetrics {
 
     public long leadershipTransfers() {
         return leadershipTransfers;
+    }
+
+    /** Times the runtime said the leader's process is gone (fast failover), whether or not it led to a campaign. */
+    public long leaderGoneEvidence() {
+        return leaderGoneEvidence;
+    }
+
+    /** Campaigns (pre-votes) started on that evidence rather than on an election timeout. */
+    public long campaignsOnEvidence() {
+        return campaignsOnEvidence;
     }
 
     public long proposalsCommitted() {

@@ -216,10 +216,15 @@ class RaftCoreTest {
 
     @Test
     void when_settings_break_a_rule_then_validation_names_it() {
-        RaftConfig bad = new RaftConfig(10, 10, 1, true, true, 1, 4096, 1, 1, 1L << 20, 1, 1, 1, Set.of());
+        RaftConfig bad = new RaftConfig(10, 10, 1, true, true, 1, 4096, 1, 1, 1L << 20, 1, 1, 1, false, Set.of());
         IllegalArgumentException error = assertThrows(IllegalArgumentException.class, bad::validate);
         assertTrue(error.getMessage().contains("electionTimeoutMaxTicks"), error.getMessage());
         assertThrows(IllegalArgumentException.class, () -> RaftConfig.defaults().withMessageLimits(0, 4096, 1).validate());
+        IllegalArgumentException fast = assertThrows(IllegalArgumentException.class,
+                () -> RaftConfig.defaults().withFastFailover(true).withPreVote(false).validate());
+        assertTrue(fast.getMessage().contains("fastFailover needs preVote and checkQuorum"), fast.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RaftConfig.defaults().withFastFailover(true).withCheckQuorum(false).validate());
+        RaftConfig.defaults().withFastFailover(true).validate();
     }
 
     @Test
@@ -367,7 +372,7 @@ class RaftCoreTest {
 
     @Test
     void when_a_transfer_aborts_then_the_held_proposals_still_respect_the_uncommitted_limit() {
-        RaftConfig config = new RaftConfig(10, 20, 1, true, true, 512, 1L << 20, 64, 3, 1L << 20, 100, 100, 40, Set.of());
+        RaftConfig config = new RaftConfig(10, 20, 1, true, true, 512, 1L << 20, 64, 3, 1L << 20, 100, 100, 40, false, Set.of());
         CoreHarness cluster = new CoreHarness(config, 6, "a", "b", "c");
         cluster.elect("a");
         RaftCore a = cluster.core("a");

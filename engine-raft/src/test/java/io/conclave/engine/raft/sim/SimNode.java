@@ -251,6 +251,15 @@ final class SimNode {
         }
     }
 
+    /** The runtime's evidence that {@code leader}'s process is gone (its stream ended, a reconnect refused), as RaftNode passes it. */
+    void leaderProcessGone(String leader) {
+        if (!up || deferWhilePaused(() -> leaderProcessGone(leader))) {
+            return;
+        }
+        core.leaderProcessGone(leader);
+        pump();
+    }
+
     void receive(Message message, byte[] snapshotContent) {
         if (!up || deferWhilePaused(() -> receive(message, snapshotContent))) {
             return;

@@ -343,6 +343,30 @@ public final class Simulation {
         node.start(new Random(random.nextLong()));
     }
 
+    /**
+     * A process death its peers can see: the server crashes, and each live server that can reach its host (both ways:
+     * the reset and the refused reconnect travel the network) gets the evidence 1 to 5 ms after what the dead server
+     * had in flight could arrive (a stream ends after its last message), as a stream ending and a refused reconnect
+     * bring it to RaftNode.
+     */
+    public void crashWithEvidence(SimNode node) {
+        node.crash();
+        for (SimNode other : nodes.values()) {
+            if (other != node && network.linkUp(node.id, other.id) && network.linkUp(other.id, node.id)) {
+                schedule(network.maxDelayMillis + 1 + random.nextInt(5), () -> {
+                    if (!node.up) {
+                        other.leaderProcessGone(node.id);
+                    }
+                });
+            }
+        }
+    }
+
+    /** False evidence: {@code to} is told that {@code leader}'s process is gone, while it may well be running. */
+    public void falseEvidence(SimNode to, SimNode leader) {
+        to.leaderProcessGone(leader.id);
+    }
+
     /** A crash and a restart in the same instant (a process killed and started again by its supervisor). */
     public void crashAndRestart(SimNode node) {
         node.crash();
