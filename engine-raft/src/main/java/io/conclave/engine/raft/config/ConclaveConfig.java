@@ -69,7 +69,7 @@ public record ConclaveConfig(
      */
     public record Raft(Duration heartbeatInterval, Duration electionTimeoutMin, Duration electionTimeoutMax,
                        long snapshotThreshold, long trailingLogs, Duration snapshotInterval,
-                       long snapshotThresholdBytes, long trailingLogsBytes, long maxUncommittedBytes) {
+                       long snapshotThresholdBytes, long trailingLogsBytes, long maxUncommittedBytes, boolean fastFailover) {
     }
 
     /**

@@ -349,6 +349,7 @@ public final class ConfigLoader {
                 io.conclave.engine.raft.runtime.RaftNode.Options.DEFAULT_TRAILING_LOGS_BYTES, 0, 1L << 40);
         long maxUncommittedBytes = json.integer("max_uncommitted_bytes",
                 io.conclave.engine.raft.core.RaftConfig.DEFAULT_MAX_UNCOMMITTED_BYTES, 1L << 20, 1L << 40);
+        boolean fastFailover = json.bool("fast_failover", true);
         json.finish();
         if (electionMax.compareTo(electionMin) <= 0) {
             throw new ConfigException("raft.election_timeout_max", "value \"" + Durations.format(electionMax)
@@ -363,7 +364,7 @@ public final class ConfigLoader {
                     + "\" must divide raft.election_timeout_min and raft.election_timeout_max (the core counts in heartbeat ticks)");
         }
         return new ConclaveConfig.Raft(heartbeat, electionMin, electionMax, snapshotThreshold, trailingLogs, snapshotInterval,
-                snapshotThresholdBytes, trailingLogsBytes, maxUncommittedBytes);
+                snapshotThresholdBytes, trailingLogsBytes, maxUncommittedBytes, fastFailover);
     }
 
     public static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(15);

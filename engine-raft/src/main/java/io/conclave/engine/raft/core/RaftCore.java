@@ -240,14 +240,16 @@ public final class RaftCore {
      * follower holding it campaigns once the leader has been silent for {@link #silentTicks} ticks, ranked (its log
      * behind what the leader mentioned: later; then by ID), and a voter holding it and the same silence skips
      * stickiness for that leader. A leader that a quorum hears sends them a heartbeat every tick, so false evidence
-     * never gathers a quorum's votes; pre-vote keeps any campaign from raising a term.
+     * never gathers a quorum's votes; pre-vote keeps any campaign from raising a term. Returns whether it was taken
+     * (not already held, and about the leader this server follows).
      */
-    public void leaderProcessGone(String leader) {
+    public boolean leaderProcessGone(String leader) {
         if (!config.fastFailover() || role != Role.FOLLOWER || leader == null || !leader.equals(leaderId) || leader.equals(goneLeader)) {
-            return;
+            return false;
         }
         goneLeader = leader;
         metrics.leaderGoneEvidence++;
+        return true;
     }
 
     /** Ticks without a word from the leader before evidence counts: a heartbeat interval and two ticks of slack (skew, jitter). */
@@ -680,6 +682,13 @@ public final class RaftCore {
         electionElapsed = 0;
         resetElectionTimeout();
         metrics.electionsStarted++;
+        if (transfer) {
+            metrics.electionsOnTransfer++;
+        } else if (campaignOnEvidence) {
+            metrics.electionsOnEvidence++;
+        } else {
+            metrics.electionsOnTimeout++;
+        }
         events.add(new CoreEvent.ElectionStarted(term, transfer));
         events.add(new CoreEvent.RoleChanged(role, term, null));
     }
@@ -743,6 +752,7 @@ public final class RaftCore {
         if (promotable() && electionElapsed >= randomizedElectionTimeout) {
             electionElapsed = 0;
             resetElectionTimeout();
+            campaignOnEvidence = false;
             campaign(config.preVote() ? CampaignKind.PRE_VOTE : CampaignKind.ELECTION);
         }
     }
@@ -765,6 +775,7 @@ public final class RaftCore {
         goneLeader = null;
         electionElapsed = 0;
         metrics.campaignsOnEvidence++;
+        campaignOnEvidence = true;
         campaign(CampaignKind.PRE_VOTE);
         // a split vote or a voter not yet silent: again after a short random delay, not an election timeout
         fastRetryTicks = 2 + random.nextInt(2 * log.latestConfiguration().voterCount());
@@ -837,6 +848,9 @@ public final class RaftCore {
     // ---------------------------------------------------------------- elections
 
     private enum CampaignKind { PRE_VOTE, ELECTION, TRANSFER }
+
+    /** Whether the campaign under way began on evidence that the leader is gone (for the election's counter). */
+    private boolean campaignOnEvidence;
 
     private void campaign(CampaignKind kind) {
         if (kind == CampaignKind.PRE_VOTE) {

@@ -17,6 +17,9 @@ public final class RaftMetrics {
     long proposalsCommitted;
     long leaderGoneEvidence;
     long campaignsOnEvidence;
+    long electionsOnTimeout;
+    long electionsOnEvidence;
+    long electionsOnTransfer;
     final Map<CoreEvent.RefusalReason, Long> votesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
     final Map<CoreEvent.RefusalReason, Long> preVotesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
 
@@ -44,6 +47,22 @@ public final class RaftMetrics {
     /** Campaigns (pre-votes) started on that evidence rather than on an election timeout. */
     public long campaignsOnEvidence() {
         return campaignsOnEvidence;
+    }
+
+    /**
+     * Elections (terms raised by a candidate), by what started them: an election timeout, evidence that the leader's
+     * process is gone, or a leadership transfer; they add up to {@link #electionsStarted}.
+     */
+    public long electionsOnTimeout() {
+        return electionsOnTimeout;
+    }
+
+    public long electionsOnEvidence() {
+        return electionsOnEvidence;
+    }
+
+    public long electionsOnTransfer() {
+        return electionsOnTransfer;
     }
 
     public long proposalsCommitted() {

@@ -249,6 +249,25 @@ public final class RaftNode {
         context.runOnContext(v -> step(message));
     }
 
+    /**
+     * Evidence from the transport that the process of {@code peer} is gone (any thread): its stream here ended without
+     * a graceful close and a connection to its port was refused. The core takes it only about the leader it follows,
+     * with fast failover on ({@link RaftCore#leaderProcessGone}).
+     */
+    public void peerProcessGone(String peer, String how) {
+        context.runOnContext(v -> {
+            if (stopped) {
+                return;
+            }
+            long term = core.term();
+            if (core.leaderProcessGone(peer)) {
+                LOG.info("{}: the process of leader {} (term {}) looks gone: {}; campaigning once it has been silent for a few"
+                        + " heartbeats, without waiting out an election timeout", id, peer, term, how);
+            }
+            pump();
+        });
+    }
+
     private void step(Message message) {
         if (stopped) {
             return;
@@ -661,6 +680,10 @@ public final class RaftNode {
             counters.put("raft.election.started", raft.electionsStarted());
             counters.put("raft.election.won", raft.electionsWon());
             counters.put("raft.leadership.transfer", raft.leadershipTransfers());
+            counters.put("raft.election.trigger|reason=timeout", raft.electionsOnTimeout());
+            counters.put("raft.election.trigger|reason=leader_gone", raft.electionsOnEvidence());
+            counters.put("raft.election.trigger|reason=transfer", raft.electionsOnTransfer());
+            counters.put("raft.leader_gone.evidence", raft.leaderGoneEvidence());
             counters.put("raft.proposals.committed", raft.proposalsCommitted());
             raft.votesRefused().forEach((reason, count) -> counters.put("raft.vote.refused|reason=" + reason.label(), count));
             raft.preVotesRefused().forEach((reason, count) -> counters.put("raft.prevote.refused|reason=" + reason.label(), count));

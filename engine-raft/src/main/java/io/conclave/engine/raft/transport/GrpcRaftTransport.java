@@ -14,6 +14,8 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.net.NetClient;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.core.streams.ReadStream;
 import io.vertx.core.streams.WriteStream;
@@ -62,6 +64,10 @@ public final class GrpcRaftTransport {
     private final AtomicLong malformedMessages = new AtomicLong();
     private final AtomicLong droppedMessages = new AtomicLong();
     private HttpServer server;
+    /** Probes whether a peer's process is gone ({@link #probe}); a short connect timeout: a live host answers at once. */
+    private final NetClient probeClient;
+    private final AtomicLong probes = new AtomicLong();
+    private volatile boolean closing;
 
     /**
      * @param addressOf where a node ID listens (from the configuration); {@code null} when unknown
@@ -71,7 +77,10 @@ public final class GrpcRaftTransport {
         this.clusterId = clusterId;
         this.addressOf = addressOf;
         this.client = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES));
+        this.probeClient = vertx.createNetClient(new NetClientOptions().setConnectTimeout(PROBE_CONNECT_TIMEOUT_MILLIS));
     }
+
+    private static final int PROBE_CONNECT_TIMEOUT_MILLIS = 1000;
 
     /**
      * Starts the server side, with {@code extraServices} beside the Raft service; the future gives the bound
@@ -159,7 +168,9 @@ public final class GrpcRaftTransport {
     }
 
     public Future<Void> close() {
+        closing = true;
         peers.values().forEach(Peer::close);
+        probeClient.close();
         return client.close().compose(v -> server == null ? Future.succeededFuture() : server.close());
     }
 
@@ -189,6 +200,7 @@ public final class GrpcRaftTransport {
         protected void send(ReadStream<RaftMessage> request, Completable<Ack> response) {
             long[] received = {0};
             boolean[] failed = {false};
+            String[] from = {null};
             request.handler(proto -> {
                 if (failed[0]) {
                     return;
@@ -209,9 +221,17 @@ public final class GrpcRaftTransport {
                     return;
                 }
                 received[0]++;
+                if (from[0] == null) {
+                    from[0] = proto.getFrom();
+                }
                 deliver(proto);
             });
-            request.exceptionHandler(error -> LOG.debug("stream from a peer failed: {}", error.toString()));
+            request.exceptionHandler(error -> {
+                LOG.debug("stream from {} failed: {}", from[0], error.toString());
+                if (from[0] != null && !failed[0]) {
+                    probe(from[0], error); // ended without a graceful close: is its process gone?
+                }
+            });
             request.endHandler(v -> {
                 if (!failed[0]) {
                     response.succeed(Ack.newBuilder().setReceived(received[0]).build());
@@ -372,6 +392,52 @@ public final class GrpcRaftTransport {
             }
             request.resume(); // drain what is left: the handler ignores it
         }
+    }
+
+    /**
+     * A peer's stream here ended without a graceful close (a reset, or its connection closed under it): one connection
+     * to its port tells whether its process is gone. Refused — its host closed its sockets and nothing listens there —
+     * is evidence for the local nodes ({@link RaftNode#peerProcessGone}); a connection that opens (the process lives:
+     * a transient fault, a restarted proxy), times out or finds no route (a network cut) is not.
+     */
+    private void probe(String peer, Throwable why) {
+        SocketAddress address = addressOf.apply(peer);
+        if (address == null || closing) {
+            return;
+        }
+        probeClient.connect(address).onComplete(result -> {
+            probes.incrementAndGet();
+            if (result.succeeded()) {
+                result.result().close();
+                LOG.debug("the stream from {} broke off ({}) but {} accepts connections", peer, why, address);
+                return;
+            }
+            if (!closing && refused(result.cause())) {
+                String how = "its stream here ended without a graceful close (" + why.getClass().getSimpleName() + ": "
+                        + why.getMessage() + ") and " + address + " refused a connection";
+                localNodes.values().forEach(node -> node.peerProcessGone(peer, how));
+            } else {
+                LOG.debug("the stream from {} broke off ({}); connecting to {} failed without a refusal: {}", peer, why, address,
+                        result.cause().toString());
+            }
+        });
+    }
+
+    /** Whether a failed connection was refused by the peer's host (not timed out, not unreachable). */
+    static boolean refused(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            // Netty's connect timeout is a ConnectException too, but says "timed out": nothing answered at all
+            if (cause instanceof java.net.ConnectException && cause.getMessage() != null
+                    && cause.getMessage().toLowerCase(java.util.Locale.ROOT).contains("refused")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Connections tried, and answered, to tell whether a peer's process is gone (tests read it). */
+    public long processProbes() {
+        return probes.get();
     }
 
     private void deliver(RaftMessage proto) {

@@ -89,6 +89,15 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void fast_failover_is_on_unless_turned_off_and_takes_only_a_boolean() {
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").raft().fastFailover());
+        assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\", \"raft\": {\"fast_failover\": false}}", false, "test.json")
+                .raft().fastFailover());
+        ConfigException error = rejected("{\"data_dir\": \"/x\", \"raft\": {\"fast_failover\": \"yes\"}}");
+        assertEquals("raft.fast_failover", error.key());
+    }
+
+    @Test
     void when_json_is_malformed_then_error_names_the_file() {
         ConfigException error = rejected("{\"data_dir\": ");
         assertTrue(error.getMessage().contains("test.json is not valid JSON"), error.getMessage());
