@@ -20,15 +20,18 @@ import java.util.concurrent.TimeUnit;
  */
 final class TestHosts implements AutoCloseable {
 
+    /** The reliability suite's namespaces; another suite names its own, so that neither removes the other's. */
     static final String PREFIX = "cvrel";
 
     final int servers;
     final int net;
+    private final String prefix;
     private final Set<String> cuts = new HashSet<>();
 
-    private TestHosts(int servers, int net) {
+    private TestHosts(int servers, int net, String prefix) {
         this.servers = servers;
         this.net = net;
+        this.prefix = prefix;
     }
 
     /**
@@ -48,8 +51,13 @@ final class TestHosts implements AutoCloseable {
     }
 
     static TestHosts create(int servers) throws IOException {
-        removeLeftovers();
-        TestHosts hosts = new TestHosts(servers, 1 + (int) (ProcessHandle.current().pid() % 250));
+        return create(servers, PREFIX);
+    }
+
+    /** Hosts whose namespaces are named {@code prefix-hub}, {@code prefix-s1}...: each suite its own prefix. */
+    static TestHosts create(int servers, String prefix) throws IOException {
+        removeLeftovers(prefix);
+        TestHosts hosts = new TestHosts(servers, 1 + (int) (ProcessHandle.current().pid() % 250), prefix);
         try {
             String hub = hosts.hub();
             run(List.of("ip", "netns", "add", hub));
@@ -59,7 +67,7 @@ final class TestHosts implements AutoCloseable {
             run(List.of("ip", "-n", hub, "link", "set", "br0", "up"));
             for (int i = 1; i <= servers; i++) {
                 String ns = hosts.namespace(i);
-                String hubSide = PREFIX + "h" + i;
+                String hubSide = prefix + "h" + i;
                 run(List.of("ip", "netns", "add", ns));
                 run(List.of("ip", "-n", ns, "link", "set", "lo", "up"));
                 run(List.of("ip", "-n", hub, "link", "add", hubSide, "type", "veth", "peer", "name", "eth0", "netns", ns));
@@ -76,11 +84,11 @@ final class TestHosts implements AutoCloseable {
     }
 
     String hub() {
-        return PREFIX + "-hub";
+        return prefix + "-hub";
     }
 
     String namespace(int server) {
-        return PREFIX + "-s" + server;
+        return prefix + "-s" + server;
     }
 
     String address(int server) {
@@ -137,7 +145,7 @@ final class TestHosts implements AutoCloseable {
         cuts.clear();
         for (int server : slowed) {
             run(List.of("ip", "netns", "exec", namespace(server), "tc", "qdisc", "del", "dev", "eth0", "root"));
-            run(List.of("ip", "netns", "exec", hub(), "tc", "qdisc", "del", "dev", PREFIX + "h" + server, "root"));
+            run(List.of("ip", "netns", "exec", hub(), "tc", "qdisc", "del", "dev", prefix + "h" + server, "root"));
         }
         slowed.clear();
     }
@@ -152,7 +160,7 @@ final class TestHosts implements AutoCloseable {
         if (slowed.add(server)) {
             String shape = "tbf rate " + kbits + "kbit burst 4000 latency " + latencyMillis + "ms";
             run(new ArrayList<>(List.of(("ip netns exec " + namespace(server) + " tc qdisc add dev eth0 root " + shape).split(" "))));
-            run(new ArrayList<>(List.of(("ip netns exec " + hub() + " tc qdisc add dev " + PREFIX + "h" + server + " root " + shape)
+            run(new ArrayList<>(List.of(("ip netns exec " + hub() + " tc qdisc add dev " + prefix + "h" + server + " root " + shape)
                     .split(" "))));
         }
     }
@@ -165,14 +173,14 @@ final class TestHosts implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        removeLeftovers();
+        removeLeftovers(prefix);
     }
 
-    /** Deletes every namespace of this suite (a run killed before its clean-up leaves them): their veths go with them. */
-    static void removeLeftovers() throws IOException {
+    /** Deletes every namespace named {@code prefix-...} (a run killed before its clean-up leaves them): their veths go with them. */
+    static void removeLeftovers(String prefix) throws IOException {
         for (String line : run(List.of("ip", "netns", "list")).split("\n")) {
             String name = line.trim().split("\\s+")[0];
-            if (name.startsWith(PREFIX + "-")) {
+            if (name.startsWith(prefix + "-")) {
                 run(List.of("ip", "netns", "delete", name));
             }
         }

@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -204,6 +205,23 @@ class FastFailoverTransportTest {
         for (Map<String, Relay> out : relays.values()) {
             out.values().forEach(relay -> relay.silence(false));
         }
+    }
+
+    @Test
+    void only_a_refused_connection_counts_as_a_gone_process_not_a_timeout_or_a_missing_route() throws Exception {
+        int closed;
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            closed = socket.getLocalPort();
+        }
+        Throwable real = vertx.createNetClient().connect(closed, "127.0.0.1").toCompletionStage().toCompletableFuture()
+                .handle((socket, error) -> error).get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(GrpcRaftTransport.refused(real), "a port nothing listens on refuses: " + real);
+        // what Netty reports for a connect timeout (a ConnectException too), a blackhole route, no route, a reset
+        assertFalse(GrpcRaftTransport.refused(new java.net.ConnectException("connection timed out after 1000 ms: /10.0.0.1:8300")));
+        assertFalse(GrpcRaftTransport.refused(new java.net.SocketException("Invalid argument")));
+        assertFalse(GrpcRaftTransport.refused(new java.net.NoRouteToHostException("No route to host")));
+        assertFalse(GrpcRaftTransport.refused(new java.io.IOException("Connection reset by peer")));
+        assertTrue(GrpcRaftTransport.refused(new RuntimeException("wrapped", new java.net.ConnectException("Connection refused"))));
     }
 
     /** The server's process dies: its connections close under its peers and its port refuses; its node stops. */
