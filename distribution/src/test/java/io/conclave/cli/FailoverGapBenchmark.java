@@ -27,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  * back on its data before the next run. Conclave first (its default configuration: heartbeat 100 ms, election timeout
  * 1–2 s, fast failover on), then, in the same run and the same way, Debian's etcd (heartbeat 100 ms, election timeout
  * 1 s, its defaults; writes through its JSON gateway {@code /v3/kv/put}), if it is installed; then Conclave with
- * {@code raft.fast_failover} off, the same cluster's timeout path, for comparison. Not part of the normal build:
+ * {@code raft.fast_failover} off, the same cluster's timeout path, for comparison ({@code conclave-hb50}, on request:
+ * heartbeats every 50 ms, the election timeout unchanged). Not part of the normal build:
  * {@code mvn -B -pl distribution -am verify -Pfailover-bench -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false}
  * ({@code -Dfailover.bench.runs=N}, default 10; {@code -Dfailover.bench.systems=conclave,etcd,conclave-timeout}); figures in
  * {@code distribution/target/failover-gap-benchmark.txt}.
@@ -133,8 +134,10 @@ class FailoverGapBenchmark {
             try (Cluster cluster = switch (system) {
                 case "conclave" -> new Conclave(dir, servers, "");
                 case "conclave-timeout" -> new Conclave(dir, servers, "\"raft\": {\"fast_failover\": false}, ");
+                // heartbeats twice as often, the election timeout unchanged: the evidence's silence (three heartbeats) halves
+                case "conclave-hb50" -> new Conclave(dir, servers, "\"raft\": {\"heartbeat_interval\": \"50ms\"}, ");
                 case "etcd" -> new Etcd(dir, servers);
-                default -> throw new IllegalArgumentException("unknown system " + system + ": conclave, etcd or conclave-timeout");
+                default -> throw new IllegalArgumentException("unknown system " + system + ": conclave, conclave-hb50, etcd or conclave-timeout");
             }) {
                 report.append(measure(system, cluster, runs));
             }
