@@ -327,8 +327,15 @@ class ClusterProcessIT {
             String successor = serverId(leader, followers.get(0));
             HttpResponse<String> transfer = call("POST", followers.get(1).httpPort(), "/v1/operator/raft/transfer-leader?id=" + successor, null);
             assertEquals(200, transfer.statusCode(), transfer.body());
+            // the answer comes once the transfer has started: until it completes, all may still agree on the old leader
+            Node target = followers.get(0);
+            long transferDeadline = System.nanoTime() + DEADLINE.toNanos();
             leader = awaitAgreedLeader(nodes);
-            assertEquals(followers.get(0), leader, "leadership went where the operator asked, through a follower");
+            while (leader != target && System.nanoTime() < transferDeadline) {
+                Thread.sleep(20);
+                leader = awaitAgreedLeader(nodes);
+            }
+            assertEquals(target, leader, "leadership went where the operator asked, through a follower");
             followers = new ArrayList<>(nodes);
             followers.remove(leader);
 

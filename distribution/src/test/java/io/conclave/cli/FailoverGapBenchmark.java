@@ -54,6 +54,9 @@ class FailoverGapBenchmark {
         void restart(int server) throws Exception;
 
         int size();
+
+        /** What the servers logged so far, for a run worth reading again. */
+        String logs() throws Exception;
     }
 
     /** Closed-loop writers through one server, each acknowledgement's time kept. */
@@ -111,6 +114,13 @@ class FailoverGapBenchmark {
                 thread.join(15_000);
             }
         }
+    }
+
+    /** A run whose gap is longer than this keeps the servers' logs. */
+    private static final long SLOW_RUN_MILLIS = 600;
+
+    private static Path keptLogs() {
+        return Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("failover-bench-logs");
     }
 
     static long median(List<Long> values) {
@@ -178,6 +188,11 @@ class FailoverGapBenchmark {
                 gaps.add(gap);
                 exactlyOne += rise == 1 ? 1 : 0;
                 report.append(String.format("%s %3d  %6d  %6d  %5d%n", system, run, gap, writers.failed.get() - failedBefore, rise));
+                if (gap > SLOW_RUN_MILLIS) { // kept, to see who did not campaign or vote: the benchmark's own folder goes
+                    Path kept = Files.createDirectories(keptLogs()).resolve(system + "-run-" + run + "-" + gap + "ms.log");
+                    Files.writeString(kept, cluster.logs());
+                    report.append("  (a slow run: the servers' logs are in ").append(kept).append(")\n");
+                }
                 cluster.restart(leader);
             }
         } finally {
@@ -257,6 +272,19 @@ class FailoverGapBenchmark {
         @Override
         public int size() {
             return nodes.size();
+        }
+
+        @Override
+        public String logs() {
+            StringBuilder text = new StringBuilder();
+            for (AutopilotProcessIT.Node node : nodes) {
+                try {
+                    text.append("--- ").append(node.name).append('\n').append(node.process == null ? "" : node.process.output()).append('\n');
+                } catch (Exception e) {
+                    text.append("--- ").append(node.name).append(": ").append(e).append('\n');
+                }
+            }
+            return text.toString();
         }
 
         @Override
@@ -376,6 +404,16 @@ class FailoverGapBenchmark {
         @Override
         public int size() {
             return processes.length;
+        }
+
+        @Override
+        public String logs() throws Exception {
+            StringBuilder text = new StringBuilder();
+            for (int i = 0; i < processes.length; i++) {
+                Path log = work.resolve("e" + i + ".log");
+                text.append("--- e").append(i).append('\n').append(Files.exists(log) ? Files.readString(log) : "").append('\n');
+            }
+            return text.toString();
         }
 
         @Override
