@@ -144,7 +144,7 @@ class FailoverGapBenchmark {
             try (Cluster cluster = switch (system) {
                 case "conclave" -> new Conclave(dir, servers, "");
                 case "conclave-timeout" -> new Conclave(dir, servers, "\"raft\": {\"fast_failover\": false}, ");
-                // heartbeats twice as often, the election timeout unchanged: the evidence's silence (three heartbeats) halves
+                // heartbeats twice as often, the election timeout unchanged: the evidence's silence (four ticks of half a heartbeat) halves
                 case "conclave-hb50" -> new Conclave(dir, servers, "\"raft\": {\"heartbeat_interval\": \"50ms\"}, ");
                 case "etcd" -> new Etcd(dir, servers);
                 default -> throw new IllegalArgumentException("unknown system " + system + ": conclave, conclave-hb50, etcd or conclave-timeout");

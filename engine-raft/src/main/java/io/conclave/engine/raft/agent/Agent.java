@@ -309,12 +309,9 @@ public final class Agent implements AutoCloseable {
         int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
         String raftAddress = config.bindAddr() + ":" + port;
         ConclaveConfig.Raft timing = config.raft();
-        long tick = timing.heartbeatInterval().toMillis();
-        RaftConfig raftConfig = new RaftConfig((int) (timing.electionTimeoutMin().toMillis() / tick),
-                (int) (timing.electionTimeoutMax().toMillis() / tick), 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
-                Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES, RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES,
-                timing.maxUncommittedBytes(), RaftConfig.DEFAULT_MAX_HELD_PROPOSALS, RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS,
-                timing.fastFailover(), unsafeBugs); // pre-vote and check-quorum are always on here, which fast failover needs
+        RaftTiming ticks = RaftTiming.of(timing, unsafeBugs);
+        RaftConfig raftConfig = ticks.core();
+        long tick = ticks.tickMillis();
         RaftNode.Options options = new RaftNode.Options(tick, timing.snapshotThreshold(), timing.trailingLogs(), 2,
                 timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
         ConclaveConfig.Autopilot seed = config.autopilot();

@@ -401,6 +401,10 @@ public final class GrpcRaftTransport {
      * a transient fault, a restarted proxy), times out or finds no route (a network cut) is not.
      */
     private void probe(String peer, Throwable why) {
+        probe(peer, why, 1);
+    }
+
+    private void probe(String peer, Throwable why, int attempt) {
         SocketAddress address = addressOf.apply(peer);
         if (address == null || closing) {
             return;
@@ -408,19 +412,68 @@ public final class GrpcRaftTransport {
         probeClient.connect(address).onComplete(result -> {
             probes.incrementAndGet();
             if (result.succeeded()) {
-                result.result().close();
-                LOG.debug("the stream from {} broke off ({}) but {} accepts connections", peer, why, address);
+                held(peer, why, attempt, address, result.result());
                 return;
             }
             if (!closing && refused(result.cause())) {
                 String how = "its stream here ended without a graceful close (" + why.getClass().getSimpleName() + ": "
                         + why.getMessage() + ") and " + address + " refused a connection";
                 localNodes.values().forEach(node -> node.peerProcessGone(peer, how));
+            } else if (!closing && reset(result.cause()) && attempt < PROBE_ATTEMPTS) {
+                // a process being killed: the kernel may still take a connection on its listening socket in the
+                // instant before it closes that one too, then resets it; ask again once it has
+                LOG.debug("the stream from {} broke off ({}); {} reset the probe's connection, probing again", peer, why, address);
+                vertx.setTimer(PROBE_RETRY_MILLIS, t -> probe(peer, why, attempt + 1));
             } else {
                 LOG.debug("the stream from {} broke off ({}); connecting to {} failed without a refusal: {}", peer, why, address,
                         result.cause().toString());
             }
         });
+    }
+
+    /**
+     * A probe's connection was opened: a live process keeps it (a gRPC server waits for the client's preface), but the
+     * kernel of a process being killed may still complete it on the listening socket it is about to close, then reset
+     * it. Held for {@link #PROBE_HOLD_MILLIS}: closed by the other side meanwhile, the probe asks again; still open,
+     * the process lives.
+     */
+    private void held(String peer, Throwable why, int attempt, SocketAddress address, io.vertx.core.net.NetSocket socket) {
+        boolean[] done = {false};
+        long timer = vertx.setTimer(PROBE_HOLD_MILLIS, t -> {
+            done[0] = true;
+            socket.close();
+            LOG.debug("the stream from {} broke off ({}) but {} accepts connections", peer, why, address);
+        });
+        socket.exceptionHandler(error -> { }); // a reset: the close handler follows
+        socket.closeHandler(v -> {
+            if (done[0]) {
+                return;
+            }
+            done[0] = true;
+            vertx.cancelTimer(timer);
+            if (!closing && attempt < PROBE_ATTEMPTS) {
+                LOG.debug("the stream from {} broke off ({}); {} took the probe's connection and closed it at once, probing again",
+                        peer, why, address);
+                vertx.setTimer(PROBE_RETRY_MILLIS, t -> probe(peer, why, attempt + 1));
+            }
+        });
+    }
+
+    static final long PROBE_HOLD_MILLIS = 100;
+
+    /** Probes of one broken stream at most, when the first ones are reset rather than refused or accepted. */
+    static final int PROBE_ATTEMPTS = 3;
+    static final long PROBE_RETRY_MILLIS = 20;
+
+    /** Whether a connection was reset by the peer's host (the probe asks again: it is neither an answer nor a refusal). */
+    static boolean reset(Throwable error) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.io.IOException && cause.getMessage() != null
+                    && cause.getMessage().toLowerCase(java.util.Locale.ROOT).contains("reset")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether a failed connection was refused by the peer's host (not timed out, not unreachable). */

@@ -291,8 +291,8 @@ class LeaveScenariosTest {
             long cutAt = sim.now();
             assertTrue(sim.runUntil(() -> leader.core.role() != Role.LEADER, 10_000));
             long stepDownMillis = sim.now() - cutAt;
-            long electionTimeoutMillis = (long) sim.raftConfig.electionTimeoutMinTicks() * Simulation.TICK_MILLIS;
-            assertTrue(stepDownMillis <= 2 * electionTimeoutMillis + Simulation.TICK_MILLIS,
+            long electionTimeoutMillis = (long) sim.raftConfig.electionTimeoutMinTicks() * sim.tickMillis();
+            assertTrue(stepDownMillis <= 2 * electionTimeoutMillis + sim.tickMillis(),
                     "stepped down after " + stepDownMillis + " ms; allowed 2 election timeouts");
             assertTrue(sim.runUntil(() -> sim.leader() != null && !minority.contains(sim.leader()), 10_000));
             sim.heal();

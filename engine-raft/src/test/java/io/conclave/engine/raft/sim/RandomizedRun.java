@@ -163,7 +163,7 @@ final class RandomizedRun {
             case 10 -> {
                 SimNode target = dice.nextBoolean() && leader != null ? leader : victim;
                 if (target != null) {
-                    long electionTimeout = (long) sim.raftConfig.electionTimeoutMaxTicks() * Simulation.TICK_MILLIS;
+                    long electionTimeout = (long) sim.raftConfig.electionTimeoutMaxTicks() * sim.tickMillis();
                     target.pause(100 + dice.nextInt((int) (3 * electionTimeout)));
                 }
             }

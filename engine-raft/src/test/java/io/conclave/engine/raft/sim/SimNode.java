@@ -135,7 +135,7 @@ final class SimNode {
     /** Armed by a fault: the server crashes and restarts right after it next grants a vote. */
     boolean crashAfterNextVote;
     /** This server's tick period: its clock runs at its own rate. */
-    long tickMillis = Simulation.TICK_MILLIS;
+    long tickMillis;
     /** How much slower than the base this server's disk syncs (a slow or busy disk). */
     int diskSlowdown = 1;
     private SimStateMachine kv;
@@ -158,6 +158,7 @@ final class SimNode {
         this.writesByIndex = new PendingWrites<>(raftConfig.has(RaftConfig.UnsafeBug.ANSWER_NOT_APPLIED_BEFORE_COMMIT));
         this.policy = policy;
         this.kv = simulation.newStateMachine();
+        this.tickMillis = simulation.tickMillis();
     }
 
     /** The state machine this server applies to now (a new one at each start). */
@@ -167,7 +168,7 @@ final class SimNode {
 
     /** This server's clock, in nanoseconds: its own offset, and its own rate (that of its ticks). */
     long clockNanos() {
-        return clockOffsetNanos + simulation.now() * 1_000_000L * Simulation.TICK_MILLIS / tickMillis;
+        return clockOffsetNanos + simulation.now() * 1_000_000L * simulation.tickMillis() / tickMillis;
     }
 
     /** Where this server's clock started (a random offset: clocks of different servers are not comparable). */

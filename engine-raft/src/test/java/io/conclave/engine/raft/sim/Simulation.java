@@ -80,6 +80,8 @@ public final class Simulation {
     final double diskSpikeRate;
     final int maxDiskSpikeMillis;
     final double clockSkew;
+    /** Milliseconds per tick, before each server's skew. */
+    private final int tickMillis;
     final NodeHooks hooks;
     private final java.util.function.Supplier<SimStateMachine> stateMachines;
     private final PriorityQueue<Event> queue = new PriorityQueue<>((a, b) -> a.time != b.time
@@ -110,6 +112,7 @@ public final class Simulation {
         this.diskSpikeRate = builder.diskSpikeRate;
         this.maxDiskSpikeMillis = builder.maxDiskSpikeMillis;
         this.clockSkew = builder.clockSkew;
+        this.tickMillis = builder.tickMillis;
         this.hooks = builder.hooks;
         this.stateMachines = builder.stateMachines;
         network.longDelayRate = builder.longDelayRate;
@@ -149,6 +152,7 @@ public final class Simulation {
         private double diskSpikeRate;
         private int maxDiskSpikeMillis = 300;
         private double clockSkew;
+        private int tickMillis = TICK_MILLIS;
         private double longDelayRate;
         private int maxLongDelayMillis = 5_000;
         private NodeHooks hooks = new NodeHooks() { };
@@ -200,6 +204,12 @@ public final class Simulation {
             return this;
         }
 
+        /** Milliseconds per tick of every server's clock (before skew): {@link #TICK_MILLIS} unless told. */
+        public Builder tickMillis(int millis) {
+            this.tickMillis = millis;
+            return this;
+        }
+
         /** The share of messages held up for up to {@code maxMillis} (seconds: a congested or half-dead link). */
         public Builder longDelays(double rate, int maxMillis) {
             this.longDelayRate = rate;
@@ -228,10 +238,10 @@ public final class Simulation {
         SimNode node = new SimNode(id, this, raftConfig, policy);
         node.clockOffsetNanos = ((seed * 31 + nextNodeNumber) * 0x9E3779B97F4A7C15L) >>> 4; // not from random: seeds replay as before
         if (clockSkew > 0) {
-            node.tickMillis = Math.max(1, Math.round(TICK_MILLIS * (1 + clockSkew * (2 * random.nextDouble() - 1))));
+            node.tickMillis = Math.max(1, Math.round(tickMillis * (1 + clockSkew * (2 * random.nextDouble() - 1))));
         }
         nodes.put(id, node);
-        int phase = random.nextInt(TICK_MILLIS);
+        int phase = random.nextInt(tickMillis);
         scheduleTicks(node, phase);
         return node;
     }
@@ -244,6 +254,11 @@ public final class Simulation {
     }
 
     // ---------------------------------------------------------------- time
+
+    /** Milliseconds per tick of a server whose clock runs true. */
+    public int tickMillis() {
+        return tickMillis;
+    }
 
     public long now() {
         return now;

@@ -105,6 +105,7 @@ class FastFailoverTransportTest {
         Await.result(leader.propose(put("before", "1")));
         long term = leader.status().term();
         String dead = leader.id();
+        long timeoutsBefore = sum(survivorsOf(dead), "raft.election.trigger|reason=timeout"); // the first election's
 
         kill(dead);
         List<RaftNode> survivors = survivorsOf(dead);
@@ -123,8 +124,34 @@ class FastFailoverTransportTest {
         }
         assertEquals(2, evidence, "each survivor took its stream's end and the refused port as evidence");
         assertTrue(byEvidence >= 1, "the election was started by the evidence");
-        assertEquals(0, byTimeout, "no survivor waited out an election timeout");
+        assertEquals(timeoutsBefore, byTimeout, "no survivor waited out an election timeout");
         assertTrue(next.status().term() > term);
+    }
+
+    @Test
+    void when_the_dying_leaders_port_resets_the_first_probes_then_a_later_probe_finds_it_refused() throws Exception {
+        RaftNode leader = Await.leader(nodes.values());
+        String dead = leader.id();
+        List<RaftNode> survivors = survivorsOf(dead);
+        long timeoutsBefore = sum(survivors, "raft.election.trigger|reason=timeout");
+        for (String other : IDS) {
+            if (!other.equals(dead)) {
+                // what a host does in the instant it kills a process: the listening socket still takes a connection
+                // or two (and resets them) after the process's streams have closed
+                relays.get(other).get(dead).dieResetting(2);
+            }
+        }
+        for (String other : IDS) {
+            if (!other.equals(dead)) {
+                relays.get(dead).get(other).die();
+            }
+        }
+        Await.result(nodes.remove(dead).stop());
+        RaftNode next = Await.leader(survivors);
+        assertNotEquals(dead, next.id());
+        assertEquals(2, sum(survivors, "raft.leader_gone.evidence"), "a reset probe is asked again until the port refuses");
+        assertEquals(timeoutsBefore, sum(survivors, "raft.election.trigger|reason=timeout"),
+                "no survivor waited out an election timeout");
     }
 
     @Test
@@ -221,6 +248,8 @@ class FastFailoverTransportTest {
         assertFalse(GrpcRaftTransport.refused(new java.net.SocketException("Invalid argument")));
         assertFalse(GrpcRaftTransport.refused(new java.net.NoRouteToHostException("No route to host")));
         assertFalse(GrpcRaftTransport.refused(new java.io.IOException("Connection reset by peer")));
+        assertTrue(GrpcRaftTransport.reset(new java.io.IOException("Connection reset by peer")), "a reset is probed again");
+        assertFalse(GrpcRaftTransport.reset(new java.net.ConnectException("Connection refused")));
         assertTrue(GrpcRaftTransport.refused(new RuntimeException("wrapped", new java.net.ConnectException("Connection refused"))));
     }
 
@@ -244,6 +273,15 @@ class FastFailoverTransportTest {
         long sum = 0;
         for (RaftNode node : nodes.values()) {
             sum += Await.result(node.coreCounters()).get("raft.election.started");
+        }
+        return sum;
+    }
+
+    /** A counter of the core summed over {@code nodes}. */
+    private static long sum(List<RaftNode> nodes, String counter) throws Exception {
+        long sum = 0;
+        for (RaftNode node : nodes) {
+            sum += Await.result(node.coreCounters()).get(counter);
         }
         return sum;
     }

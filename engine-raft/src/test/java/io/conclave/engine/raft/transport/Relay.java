@@ -55,6 +55,18 @@ final class Relay implements AutoCloseable {
         drop();
     }
 
+    /**
+     * The process behind it is being killed: its connections close, then its port takes {@code resets} more
+     * connections and resets each at once (the kernel still accepting on a listening socket it is about to close), and
+     * refuses from then on.
+     */
+    void dieResetting(int resets) {
+        resetsLeft.set(resets);
+        drop();
+    }
+
+    private final java.util.concurrent.atomic.AtomicInteger resetsLeft = new java.util.concurrent.atomic.AtomicInteger();
+
     /** Its connections close (FIN on both sides); new ones are accepted. */
     void drop() {
         for (Socket socket : sockets) {
@@ -80,6 +92,14 @@ final class Relay implements AutoCloseable {
             while (!socket.isClosed()) {
                 try {
                     Socket in = socket.accept();
+                    if (resetsLeft.get() > 0) {
+                        in.setSoLinger(true, 0); // closed with a RST, not a FIN
+                        in.close();
+                        if (resetsLeft.decrementAndGet() == 0) {
+                            die();
+                        }
+                        continue;
+                    }
                     Socket out = new Socket(InetAddress.getLoopbackAddress(), target);
                     in.setTcpNoDelay(true);
                     out.setTcpNoDelay(true);
