@@ -16,11 +16,15 @@ module io.conclave.engine.raft {
     requires java.management;
     requires micrometer.core;
     requires micrometer.registry.prometheus;
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
+    requires org.bouncycastle.util;
 
     exports io.conclave.engine.raft.agent to io.conclave.cli;
     exports io.conclave.engine.raft.config to io.conclave.cli;
     exports io.conclave.engine.raft.plugins to io.conclave.cli;
     exports io.conclave.engine.raft.kv to io.conclave.cli;
+    exports io.conclave.engine.raft.tls to io.conclave.cli;
     exports io.conclave.engine.raft.builtin;
 
     uses io.conclave.api.membership.MembershipProvider;

@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
         description = "Conclave: a modular Raft server with a Consul-compatible API.",
         subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, JoinCommand.class,
                 LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, KvCommand.class,
-                OperatorCommand.class, SnapshotCommand.class, LockCommand.class, InfoCommand.class, BenchCommand.class})
+                OperatorCommand.class, SnapshotCommand.class, LockCommand.class, InfoCommand.class, BenchCommand.class,
+                TlsCommand.class})
 public final class ConclaveCommand implements Runnable {
 
     @CommandLine.Spec

@@ -19,6 +19,69 @@ abstract class HttpCommand {
             description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR, else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500).")
     String httpAddress;
 
+    @Option(names = "-ca-file", paramLabel = "FILE",
+            description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against (default: $CONCLAVE_CACERT, else $CONSUL_CACERT).")
+    java.nio.file.Path caFile;
+
+    @Option(names = "-client-cert", paramLabel = "FILE",
+            description = "A client certificate (PEM) for an agent with verify_incoming (default: $CONCLAVE_CLIENT_CERT, else $CONSUL_CLIENT_CERT).")
+    java.nio.file.Path clientCert;
+
+    @Option(names = "-client-key", paramLabel = "FILE",
+            description = "The client certificate's key (default: $CONCLAVE_CLIENT_KEY, else $CONSUL_CLIENT_KEY).")
+    java.nio.file.Path clientKey;
+
+    /** An option, else the first of {@code variables} that is set. */
+    private static java.nio.file.Path fileOption(java.nio.file.Path option, String... variables) {
+        if (option != null) {
+            return option;
+        }
+        for (String variable : variables) {
+            String value = System.getenv(variable);
+            if (value != null && !value.isBlank()) {
+                return java.nio.file.Path.of(value);
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The base URL: {@code address()} as given when it names its scheme, else {@code https://} when a CA file is
+     * given or {@code CONCLAVE_HTTP_SSL}/{@code CONSUL_HTTP_SSL} is {@code true}, else {@code http://}.
+     */
+    String baseUrl() {
+        String address = address();
+        if (address.startsWith("http://") || address.startsWith("https://")) {
+            return address;
+        }
+        boolean ssl = "true".equalsIgnoreCase(System.getenv("CONCLAVE_HTTP_SSL")) || "true".equalsIgnoreCase(System.getenv("CONSUL_HTTP_SSL"))
+                || fileOption(caFile, "CONCLAVE_CACERT", "CONSUL_CACERT") != null;
+        return (ssl ? "https://" : "http://") + address;
+    }
+
+    /**
+     * The client every command uses: for HTTPS it checks the agent's certificate against {@code -ca-file} (else the
+     * JDK's trusted CAs) and presents {@code -client-cert} when given.
+     */
+    HttpClient client(HttpClient.Builder builder) throws IOException {
+        java.nio.file.Path ca = fileOption(caFile, "CONCLAVE_CACERT", "CONSUL_CACERT");
+        java.nio.file.Path cert = fileOption(clientCert, "CONCLAVE_CLIENT_CERT", "CONSUL_CLIENT_CERT");
+        java.nio.file.Path key = fileOption(clientKey, "CONCLAVE_CLIENT_KEY", "CONSUL_CLIENT_KEY");
+        if (ca == null && cert == null && key == null) {
+            return builder.build();
+        }
+        if ((cert == null) != (key == null)) {
+            throw new IOException("-client-cert and -client-key go together");
+        }
+        try {
+            builder.sslContext(io.conclave.engine.raft.tls.ClientTls.context(java.util.Optional.ofNullable(ca),
+                    java.util.Optional.ofNullable(cert), java.util.Optional.ofNullable(key)));
+        } catch (io.conclave.engine.raft.tls.TlsException e) {
+            throw new IOException(e.getMessage(), e);
+        }
+        return builder.build();
+    }
+
     /** The agent's address: {@code -http-addr}, else {@code CONCLAVE_HTTP_ADDR}, else {@code CONSUL_HTTP_ADDR}, else Consul's default. */
     String address() {
         if (httpAddress != null && !httpAddress.isBlank()) {
@@ -95,10 +158,9 @@ abstract class HttpCommand {
 
     /** One request with {@code body} (or none) of {@code contentType}; as {@link #exchange(String, String, String, Duration)}. */
     Answer exchange(String method, String path, byte[] body, String contentType, Duration timeout) {
-        String address = address();
-        String url = (address.startsWith("http") ? address : "http://" + address) + path;
+        String url = baseUrl() + path;
         try {
-            HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
+            HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
             HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
                     .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
             if (contentType != null) {

@@ -278,11 +278,10 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
     }
 
     private Watched block(String path, long index) {
-        String address = address();
-        String url = (address.startsWith("http") ? address : "http://" + address) + path + (path.contains("?") ? "&" : "?")
+        String url = baseUrl() + path + (path.contains("?") ? "&" : "?")
                 + "index=" + index + "&wait=" + WAIT;
         try {
-            java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newBuilder().connectTimeout(TIMEOUT).build()
+            java.net.http.HttpResponse<String> response = client(java.net.http.HttpClient.newBuilder().connectTimeout(TIMEOUT))
                     .send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).timeout(Duration.ofMinutes(2)).GET().build(),
                             java.net.http.HttpResponse.BodyHandlers.ofString());
             long answered = response.headers().firstValueAsLong("X-Consul-Index").orElse(index);

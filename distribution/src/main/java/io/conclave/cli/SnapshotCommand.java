@@ -42,8 +42,7 @@ final class SnapshotCommand implements Runnable {
     }
 
     private static String url(HttpCommand command, String path) {
-        String address = command.address();
-        return (address.startsWith("http") ? address : "http://" + address) + path;
+        return command.baseUrl() + path;
     }
 
     @Command(name = "save", description = "Saves a snapshot of the key/value store to FILE (read through the leader unless -stale).")
@@ -65,7 +64,7 @@ final class SnapshotCommand implements Runnable {
             }
             String url = url(this, SnapshotHttpPath.PATH + (stale ? "?stale" : ""));
             try {
-                HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
+                HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
                 HttpResponse<Path> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(TRANSFER_TIMEOUT).GET().build(),
                         HttpResponse.BodyHandlers.ofFile(partial));
                 if (response.statusCode() != 200) {
@@ -122,7 +121,7 @@ final class SnapshotCommand implements Runnable {
             }
             String url = url(this, SnapshotHttpPath.PATH);
             try {
-                HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
+                HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
                 HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(TRANSFER_TIMEOUT)
                         .header("Content-Type", "application/octet-stream").PUT(HttpRequest.BodyPublishers.ofFile(file)).build(),
                         HttpResponse.BodyHandlers.ofString());

@@ -296,13 +296,14 @@ public final class Agent implements AutoCloseable {
         boolean[] state = await(vertx.executeBlocking(() -> new boolean[] {hasRaftState()}));
         java.util.concurrent.atomic.AtomicBoolean hasRaftState = new java.util.concurrent.atomic.AtomicBoolean(state[0]);
         byte[] storedClusterId = await(vertx.executeBlocking(() -> storage.stable().get(CLUSTER_ID_KEY)));
+        rpcTls = tls(config.tls().internalRpc(), "tls.internal_rpc", true);
         transport = new GrpcRaftTransport(vertx, storedClusterId == null ? null
-                : new String(storedClusterId, java.nio.charset.StandardCharsets.UTF_8), this::addressOf);
+                : new String(storedClusterId, java.nio.charset.StandardCharsets.UTF_8), this::addressOf, rpcTls);
         String configuredAddress = config.bindAddr() + ":" + config.ports().server();
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
                 configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
                 (configuration, clusterId) -> formCluster(configuration, clusterId, hasRaftState));
-        clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax());
+        clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax(), rpcTls);
         admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport::clusterId,
                 transport::clusterId, hasRaftState::get, () -> bootstrapper.stop());
         clusterRpc.admission(admission);
@@ -483,8 +484,66 @@ public final class Agent implements AutoCloseable {
         });
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
-        return http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
+        Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
+        if (config.ports().https() < 0) {
+            return plain;
+        }
+        io.conclave.engine.raft.tls.VertxTls httpsTls = tls(config.tls().https(), "tls.https", false).orElseThrow();
+        return plain.compose(port -> http.listenHttps(config.clientAddr(), config.ports().https(), httpsTls).map(https -> {
+            httpsPort = https;
+            LOG.info("HTTPS on {}:{} ({})", config.clientAddr(), https, config.tls().https().verifyIncoming()
+                    ? "clients must present a certificate the CA signed" : "any client: verify_incoming is off");
+            return port;
+        }));
     }
+
+    private java.util.Optional<io.conclave.engine.raft.tls.VertxTls> rpcTls = java.util.Optional.empty();
+    private int httpsPort = -1;
+    private final List<io.conclave.engine.raft.tls.TlsFiles> tlsFiles = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** The HTTPS port, or -1 without one. */
+    public int httpsPort() {
+        return httpsPort;
+    }
+
+    /**
+     * One interface's TLS from its files (read now, then again every {@link #TLS_RELOAD_MILLIS} on a worker: a
+     * certificate renewed on disk is used from the next handshake on), or empty when it has none. On the server port a
+     * client must present a server certificate of this datacenter when {@code verify_incoming} is on.
+     */
+    private java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls(ConclaveConfig.TlsInterface settings, String what,
+                                                                         boolean serverPort) {
+        if (!settings.enabled()) {
+            return java.util.Optional.empty();
+        }
+        java.util.Optional<String> serverName = java.util.Optional.of(
+                io.conclave.engine.raft.tls.Certificates.serverName(config.datacenter(), config.tls().domain()));
+        io.conclave.engine.raft.tls.TlsFiles files;
+        try {
+            files = await(vertx.executeBlocking(() -> new io.conclave.engine.raft.tls.TlsFiles(what, settings.caFile(),
+                    settings.certFile().orElseThrow(), settings.keyFile().orElseThrow(),
+                    serverPort ? serverName : java.util.Optional.empty(),
+                    settings.verifyOutgoing() || settings.verifyServerHostname(),
+                    settings.verifyServerHostname() ? serverName : java.util.Optional.empty())));
+        } catch (RuntimeException e) {
+            Throwable cause = e.getCause() instanceof io.conclave.engine.raft.tls.TlsException ? e.getCause() : e;
+            throw new IllegalStateException("cannot start with " + what + ": " + cause.getMessage(), cause);
+        }
+        if (tlsFiles.isEmpty()) {
+            vertx.setPeriodic(TLS_RELOAD_MILLIS, t -> vertx.executeBlocking(() -> {
+                tlsFiles.forEach(io.conclave.engine.raft.tls.TlsFiles::reloadIfChanged);
+                return null;
+            }));
+        }
+        tlsFiles.add(files);
+        if (serverPort && !settings.verifyIncoming()) {
+            LOG.warn("{}: the server port speaks TLS but verify_incoming is off: any client can connect, join and send Raft"
+                    + " messages; turn it on once every server has a certificate", what);
+        }
+        return java.util.Optional.of(new io.conclave.engine.raft.tls.VertxTls(files, settings.verifyIncoming(), settings.minVersion()));
+    }
+
+    static final long TLS_RELOAD_MILLIS = 2_000;
 
     /** {@code /v1/agent/self}: Consul's {@code Config} and {@code Member}, plus the active provider of every SPI. */
     JsonObject self() {

@@ -46,12 +46,14 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     /**
      * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
      */
-    ClusterRpc(io.vertx.core.Vertx vertx, Bootstrapper bootstrapper, GrpcRaftTransport transport, java.time.Duration callTimeout) {
+    ClusterRpc(io.vertx.core.Vertx vertx, Bootstrapper bootstrapper, GrpcRaftTransport transport, java.time.Duration callTimeout,
+               java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls) {
         this.bootstrapper = bootstrapper;
         this.transport = transport;
-        this.client = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES)
+        GrpcClientOptions options = new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES)
                 .setTimeout(Math.toIntExact(callTimeout.toMillis())).setTimeoutUnit(TimeUnit.MILLISECONDS)
-                .setScheduleDeadlineAutomatically(true));
+                .setScheduleDeadlineAutomatically(true);
+        this.client = tls.isPresent() ? GrpcClient.client(vertx, options, tls.get().grpcClient()) : GrpcClient.client(vertx, options);
     }
 
     Future<Void> close() {

@@ -42,7 +42,8 @@ public record ConclaveConfig(
         Map<String, String> plugins,
         Map<String, JsonObject> pluginConfig,
         Optional<Path> pluginsDir,
-        String logLevel) {
+        String logLevel,
+        Tls tls) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
@@ -54,8 +55,29 @@ public record ConclaveConfig(
         pluginConfig = Map.copyOf(pluginConfig);
     }
 
-    /** {@code ports}: 0 picks a free port. */
-    public record Ports(int http, int server, int serfLan) {
+    /** {@code ports}: 0 picks a free port; {@code https} -1 (the default) opens no HTTPS listener. */
+    public record Ports(int http, int server, int serfLan, int https) {
+    }
+
+    /**
+     * {@code tls}: the HTTPS port's and the server port's TLS, and {@code domain}, the last part of the names server
+     * and client certificates carry ({@code server.<datacenter>.<domain>}).
+     */
+    public record Tls(String domain, TlsInterface https, TlsInterface internalRpc) {
+    }
+
+    /**
+     * One interface's TLS: on once it has a certificate. {@code verifyIncoming}: clients must present a certificate
+     * the CA signed (on the server port, one naming a server of this datacenter). {@code verifyOutgoing} (server port
+     * only): a server this one connects to must present a certificate the CA signed; {@code verifyServerHostname}:
+     * one naming {@code server.<datacenter>.<domain>}. {@code minVersion}: {@code TLSv1.2} or {@code TLSv1.3}.
+     */
+    public record TlsInterface(Optional<Path> caFile, Optional<Path> certFile, Optional<Path> keyFile, boolean verifyIncoming,
+                               boolean verifyOutgoing, boolean verifyServerHostname, String minVersion) {
+
+        public boolean enabled() {
+            return certFile.isPresent();
+        }
     }
 
     /**

@@ -297,6 +297,12 @@ public final class ConfigLoader {
         // the shortest TTL a session may ask for (Consul's session_ttl_min)
         Duration sessionTtlMin = json.duration("session_ttl_min", DEFAULT_SESSION_TTL_MIN, Duration.ofMillis(100), Duration.ofHours(1));
         ConclaveConfig.Raft raft = readRaft(json.object("raft"));
+        String domain = json.string("domain", DEFAULT_DOMAIN);
+        if (domain.endsWith(".")) {
+            domain = domain.substring(0, domain.length() - 1); // Consul writes "consul."
+        }
+        check(DOMAIN.matcher(domain).matches(), json.path("domain"), domain, "a DNS name: labels of letters, digits and '-', joined by '.'");
+        ConclaveConfig.Tls tls = readTls(json.object("tls"), domain, ports);
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
         ConclaveConfig.Limits limits = readLimits(json.object("limits"));
         GossipSettings gossipLan = readGossipLan(json.object("gossip_lan"));
@@ -316,21 +322,92 @@ public final class ConfigLoader {
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls);
+    }
+
+    public static final String DEFAULT_DOMAIN = "conclave";
+    private static final java.util.regex.Pattern DOMAIN =
+            java.util.regex.Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*");
+    private static final List<String> TLS_VERSIONS = List.of("TLSv1_2", "TLSv1_3");
+
+    /**
+     * {@code tls}, Consul's shape: {@code defaults}, overridden key by key by {@code https} (the HTTPS port) and
+     * {@code internal_rpc} (the server port: Raft and the cluster's calls). An interface has TLS once it has a
+     * {@code cert_file}; the files themselves are read when the agent starts.
+     */
+    private static ConclaveConfig.Tls readTls(JsonReader json, String domain, ConclaveConfig.Ports ports) {
+        JsonObject defaults = json.rawObject("defaults");
+        JsonObject https = json.rawObject("https");
+        JsonObject internalRpc = json.rawObject("internal_rpc");
+        json.finish();
+        ConclaveConfig.TlsInterface httpsTls = readTlsInterface(merged(defaults, https), "tls.https", false);
+        ConclaveConfig.TlsInterface rpcTls = readTlsInterface(merged(defaults, internalRpc), "tls.internal_rpc", true);
+        if (ports.https() >= 0 && !httpsTls.enabled()) {
+            throw new ConfigException("ports.https", "value " + ports.https() + " needs a certificate: set tls.defaults.cert_file"
+                    + " and key_file (or tls.https's)");
+        }
+        return new ConclaveConfig.Tls(domain, httpsTls, rpcTls);
+    }
+
+    private static JsonObject merged(JsonObject defaults, JsonObject specific) {
+        JsonObject merged = defaults == null ? new JsonObject() : defaults.copy();
+        if (specific != null) {
+            merged.mergeIn(specific);
+        }
+        return merged;
+    }
+
+    private static ConclaveConfig.TlsInterface readTlsInterface(JsonObject object, String prefix, boolean internal) {
+        JsonReader json = new JsonReader(object, prefix);
+        Optional<Path> ca = Optional.ofNullable(json.string("ca_file", null)).map(Path::of);
+        Optional<Path> cert = Optional.ofNullable(json.string("cert_file", null)).map(Path::of);
+        Optional<Path> key = Optional.ofNullable(json.string("key_file", null)).map(Path::of);
+        boolean verifyIncoming = json.bool("verify_incoming", false);
+        // read everywhere (tls.defaults may set them), used on the server port only: HTTPS connects to no one
+        boolean verifyOutgoing = json.bool("verify_outgoing", false) && internal;
+        boolean verifyServerHostname = json.bool("verify_server_hostname", false) && internal;
+        String minVersion = json.string("tls_min_version", "TLSv1_2");
+        check(TLS_VERSIONS.contains(minVersion), json.path("tls_min_version"), minVersion, String.join(", ", TLS_VERSIONS)
+                + " (older versions are not offered)");
+        json.finish();
+        if (cert.isPresent() != key.isPresent()) {
+            throw new ConfigException(json.path(cert.isPresent() ? "key_file" : "cert_file"), "missing: cert_file and key_file"
+                    + " go together");
+        }
+        for (String flag : List.of("verify_incoming", "verify_outgoing", "verify_server_hostname")) {
+            boolean on = switch (flag) {
+                case "verify_incoming" -> verifyIncoming;
+                case "verify_outgoing" -> verifyOutgoing;
+                default -> verifyServerHostname;
+            };
+            if (on && ca.isEmpty()) {
+                throw new ConfigException(json.path(flag), "value true needs ca_file: certificates are checked against that CA");
+            }
+            if (on && cert.isEmpty()) {
+                throw new ConfigException(json.path(flag), "value true needs cert_file and key_file: without them " + prefix
+                        + " has no TLS");
+            }
+        }
+        return new ConclaveConfig.TlsInterface(ca, cert, key, verifyIncoming, verifyOutgoing, verifyServerHostname,
+                minVersion.replace('_', '.'));
     }
 
     private static ConclaveConfig.Ports readPorts(JsonReader json) {
         int http = (int) json.integer("http", DEFAULT_HTTP_PORT, 0, 65535);
         int server = (int) json.integer("server", DEFAULT_SERVER_PORT, 0, 65535);
         int serfLan = (int) json.integer("serf_lan", DEFAULT_SERF_LAN_PORT, 0, 65535);
+        int https = (int) json.integer("https", -1, -1, 65535); // -1: no HTTPS listener (Consul's default)
         json.finish();
+        if (https > 0 && (https == http || https == server || https == serfLan)) {
+            throw new ConfigException("ports.https", "value " + https + " is also used by another port: each port must differ (or be 0)");
+        }
         if (http != 0 && (http == server || http == serfLan)) {
             throw new ConfigException("ports.http", "value " + http + " is also used by another port: each port must differ (or be 0)");
         }
         if (server != 0 && server == serfLan) {
             throw new ConfigException("ports.server", "value " + server + " is also ports.serf_lan: each port must differ (or be 0)");
         }
-        return new ConclaveConfig.Ports(http, server, serfLan);
+        return new ConclaveConfig.Ports(http, server, serfLan, https);
     }
 
     private static ConclaveConfig.Raft readRaft(JsonReader json) {

@@ -259,7 +259,39 @@ public final class HttpApi {
         }
     }
 
+    /**
+     * Also serves on {@code port} over TLS ({@code ports.https}), with the same routes, limits and deadlines; call
+     * after {@link #listen}. The future gives the bound port.
+     */
+    public Future<Integer> listenHttps(String host, int port, io.conclave.engine.raft.tls.VertxTls tls) {
+        HttpServerOptions options = new HttpServerOptions().setHost(host).setPort(port)
+                .setMaxInitialLineLength(8192).setMaxHeaderSize(16384).setHttp2ClearTextEnabled(false);
+        httpsServer = vertx.createHttpServer(tls.server(options, false));
+        httpsServer.connectionHandler(this::admit);
+        httpsServer.requestHandler(this::dispatch);
+        httpsServer.exceptionHandler(error -> {
+            if (handshakeLogDue()) {
+                LOG.warn("refused an HTTPS connection at the TLS handshake: {}", error.toString());
+            }
+        });
+        return httpsServer.listen().map(HttpServer::actualPort);
+    }
+
+    private HttpServer httpsServer;
+    private final java.util.concurrent.atomic.AtomicLong nextHandshakeLog = new java.util.concurrent.atomic.AtomicLong();
+
+    private boolean handshakeLogDue() {
+        long now = System.nanoTime();
+        long at = nextHandshakeLog.get();
+        return now - at >= 0 && nextHandshakeLog.compareAndSet(at, now + 1_000_000_000L);
+    }
+
     public Future<Void> close() {
+        if (httpsServer != null) {
+            HttpServer https = httpsServer;
+            httpsServer = null;
+            return https.close().compose(v -> close());
+        }
         return server == null ? Future.succeededFuture() : server.close();
     }
 

@@ -66,6 +66,10 @@ public final class GrpcRaftTransport {
     private HttpServer server;
     /** Probes whether a peer's process is gone ({@link #probe}); a short connect timeout: a live host answers at once. */
     private final NetClient probeClient;
+    private final java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls;
+    /** Refused TLS handshakes are logged at most every second. */
+    private final RateLimitedLog handshakeLog = new RateLimitedLog(1_000);
+    private final AtomicLong refusedHandshakes = new AtomicLong();
     private final AtomicLong probes = new AtomicLong();
     private volatile boolean closing;
 
@@ -73,10 +77,22 @@ public final class GrpcRaftTransport {
      * @param addressOf where a node ID listens (from the configuration); {@code null} when unknown
      */
     public GrpcRaftTransport(Vertx vertx, String clusterId, Function<String, SocketAddress> addressOf) {
+        this(vertx, clusterId, addressOf, java.util.Optional.empty());
+    }
+
+    /**
+     * @param tls the server port's TLS (mutual when it requires client certificates), or empty for plain text; with
+     *            it every connection this transport opens is TLS too, presenting this server's certificate
+     */
+    public GrpcRaftTransport(Vertx vertx, String clusterId, Function<String, SocketAddress> addressOf,
+                             java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls) {
         this.vertx = vertx;
         this.clusterId = clusterId;
         this.addressOf = addressOf;
-        this.client = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES));
+        this.tls = tls;
+        GrpcClientOptions grpcOptions = new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES);
+        this.client = tls.isPresent() ? GrpcClient.client(vertx, grpcOptions, tls.get().grpcClient())
+                : GrpcClient.client(vertx, grpcOptions);
         this.probeClient = vertx.createNetClient(new NetClientOptions().setConnectTimeout(PROBE_CONNECT_TIMEOUT_MILLIS));
     }
 
@@ -92,7 +108,29 @@ public final class GrpcRaftTransport {
         for (io.vertx.grpc.server.Service service : extraServices) {
             grpc.addService(service);
         }
-        server = vertx.createHttpServer(new HttpServerOptions().setHost(host).setPort(port));
+        HttpServerOptions options = new HttpServerOptions().setHost(host).setPort(port);
+        server = vertx.createHttpServer(tls.map(t -> t.server(options, true)).orElse(options));
+        if (tls.isPresent()) {
+            // a handshake refused (no certificate, one the CA did not sign, an expired one, a client's, plain text):
+            // nothing of it reaches the services; the trust manager has logged what was wrong with a certificate
+            server.exceptionHandler(error -> {
+                refusedHandshakes.incrementAndGet();
+                if (handshakeLog.due()) {
+                    LOG.warn("refused a connection to the server port at the TLS handshake: {}", brief(rootMessage(error)));
+                }
+            });
+        } else {
+            // a peer speaking TLS to this plain-text port (it has tls.internal_rpc, this server not): say so, then the
+            // default answer (400, closed)
+            server.invalidRequestHandler(request -> {
+                refusedHandshakes.incrementAndGet();
+                if (handshakeLog.due()) {
+                    LOG.warn("refused a request on the server port that is not gRPC over HTTP/2 (from {}): a peer speaking TLS"
+                            + " to this port, which has no tls.internal_rpc?", request.remoteAddress());
+                }
+                io.vertx.core.http.HttpServerRequest.DEFAULT_INVALID_REQUEST_HANDLER.handle(request);
+            });
+        }
         return server.requestHandler(grpc).listen().map(HttpServer::actualPort);
     }
 
@@ -147,6 +185,24 @@ public final class GrpcRaftTransport {
     /** How long a snapshot transfer may go without a chunk before the receiver abandons it (tests shorten it). */
     void snapshotIdleTimeout(long millis) {
         snapshotIdleMillis = millis;
+    }
+
+    /** Connections refused at the TLS handshake (server side). */
+    public long refusedHandshakes() {
+        return refusedHandshakes.get();
+    }
+
+    /** A line of at most 200 characters (Netty puts the whole record it could not read in hex in its message). */
+    private static String brief(String text) {
+        return text.length() <= 200 ? text : text.substring(0, 200) + "…";
+    }
+
+    private static String rootMessage(Throwable error) {
+        Throwable cause = error;
+        while (cause.getCause() != null && cause.getCause() != cause) {
+            cause = cause.getCause();
+        }
+        return cause == error ? String.valueOf(error) : error.getClass().getSimpleName() + ": " + cause;
     }
 
     public long refusedClusterMessages() {

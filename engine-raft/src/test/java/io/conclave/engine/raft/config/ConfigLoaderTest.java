@@ -89,6 +89,49 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void tls_takes_consuls_shape_each_interface_overriding_the_defaults_key_by_key() {
+        ConclaveConfig config = ConfigLoader.parse("{\"data_dir\": \"/x\", \"domain\": \"consul.\", \"ports\": {\"https\": 8501},"
+                + " \"tls\": {\"defaults\": {\"ca_file\": \"/ca.pem\", \"cert_file\": \"/a.pem\", \"key_file\": \"/a-key.pem\","
+                + " \"verify_incoming\": true, \"verify_outgoing\": true},"
+                + " \"https\": {\"verify_incoming\": false, \"tls_min_version\": \"TLSv1_3\"},"
+                + " \"internal_rpc\": {\"verify_server_hostname\": true}}}", false, "test.json");
+        assertEquals("consul", config.tls().domain());
+        assertEquals(8501, config.ports().https());
+        ConclaveConfig.TlsInterface https = config.tls().https();
+        assertEquals(java.util.Optional.of(java.nio.file.Path.of("/a.pem")), https.certFile());
+        assertFalse(https.verifyIncoming());
+        assertFalse(https.verifyOutgoing(), "HTTPS connects to no one");
+        assertEquals("TLSv1.3", https.minVersion());
+        ConclaveConfig.TlsInterface rpc = config.tls().internalRpc();
+        assertTrue(rpc.verifyIncoming() && rpc.verifyOutgoing() && rpc.verifyServerHostname());
+        assertEquals("TLSv1.2", rpc.minVersion());
+        ConclaveConfig plain = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
+        assertFalse(plain.tls().https().enabled() || plain.tls().internalRpc().enabled());
+        assertEquals(-1, plain.ports().https());
+        assertEquals("conclave", plain.tls().domain());
+    }
+
+    @Test
+    void tls_settings_that_cannot_work_are_refused_with_the_key_that_is_wrong() {
+        String files = "\"ca_file\": \"/ca.pem\", \"cert_file\": \"/a.pem\", \"key_file\": \"/a-key.pem\"";
+        assertEquals("tls.internal_rpc.key_file",
+                rejected("{\"data_dir\": \"/x\", \"tls\": {\"internal_rpc\": {\"cert_file\": \"/a.pem\"}}}").key());
+        assertEquals("tls.internal_rpc.verify_incoming", rejected("{\"data_dir\": \"/x\", \"tls\": {\"internal_rpc\":"
+                + " {\"cert_file\": \"/a.pem\", \"key_file\": \"/k.pem\", \"verify_incoming\": true}}}").key());
+        assertEquals("tls.internal_rpc.verify_outgoing", rejected("{\"data_dir\": \"/x\", \"tls\": {\"internal_rpc\":"
+                + " {\"ca_file\": \"/ca.pem\", \"verify_outgoing\": true}}}").key());
+        assertEquals("tls.https.tls_min_version", rejected("{\"data_dir\": \"/x\", \"tls\": {\"defaults\": {" + files
+                + ", \"tls_min_version\": \"TLSv1_0\"}}}").key());
+        assertTrue(rejected("{\"data_dir\": \"/x\", \"tls\": {\"https\": {\"cert\": \"/a.pem\"}}}").getMessage()
+                .contains("cert"));
+        assertEquals("tls", rejected("{\"data_dir\": \"/x\", \"tls\": {\"rpc\": {}}}").key().substring(0, 3));
+        assertEquals("ports.https", rejected("{\"data_dir\": \"/x\", \"ports\": {\"https\": 8501}}").key());
+        assertEquals("ports.https", rejected("{\"data_dir\": \"/x\", \"ports\": {\"https\": 8500}, \"tls\": {\"defaults\": {"
+                + files + "}}}").key());
+        assertEquals("domain", rejected("{\"data_dir\": \"/x\", \"domain\": \"Not A Domain\"}").key());
+    }
+
+    @Test
     void fast_failover_is_on_unless_turned_off_and_takes_only_a_boolean() {
         assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").raft().fastFailover());
         assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\", \"raft\": {\"fast_failover\": false}}", false, "test.json")

@@ -1,0 +1,58 @@
+package io.conclave.engine.raft.tls;
+
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.X509Certificate;
+import java.util.List;
+import java.util.Optional;
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+
+/** An {@link SSLContext} for a client of the HTTPS API (the CLI): PEM files as Consul's CLI takes them. */
+public final class ClientTls {
+
+    private ClientTls() {
+    }
+
+    /**
+     * @param ca   the CA the server's certificate is checked against; empty: the JDK's trusted CAs
+     * @param cert a client certificate to present (with {@code key}); empty: none
+     */
+    public static SSLContext context(Optional<Path> ca, Optional<Path> cert, Optional<Path> key) throws TlsException {
+        try {
+            TrustManager[] trust = null;
+            if (ca.isPresent()) {
+                KeyStore store = KeyStore.getInstance("PKCS12");
+                store.load(null, null);
+                int n = 0;
+                for (X509Certificate certificate : Pem.certificates(ca.get(), "-ca-file")) {
+                    store.setCertificateEntry("ca" + n++, certificate);
+                }
+                TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
+                factory.init(store);
+                trust = factory.getTrustManagers();
+            }
+            KeyManager[] keys = null;
+            if (cert.isPresent() && key.isPresent()) {
+                List<X509Certificate> chain = Pem.certificates(cert.get(), "-client-cert");
+                PrivateKey privateKey = Pem.privateKey(key.get(), "-client-key");
+                KeyStore store = KeyStore.getInstance("PKCS12");
+                store.load(null, null);
+                store.setKeyEntry("client", privateKey, new char[0], chain.toArray(X509Certificate[]::new));
+                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                factory.init(store, new char[0]);
+                keys = factory.getKeyManagers();
+            }
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(keys, trust, null);
+            return context;
+        } catch (GeneralSecurityException | java.io.IOException e) {
+            throw new TlsException("the TLS files cannot be used: " + e.getMessage(), e);
+        }
+    }
+}
