@@ -19,6 +19,24 @@ abstract class HttpCommand {
             description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR, else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500).")
     String httpAddress;
 
+    @Option(names = "-token", paramLabel = "SECRET",
+            description = "The ACL token's secret (default: $CONCLAVE_HTTP_TOKEN, else $CONSUL_HTTP_TOKEN).")
+    String token;
+
+    /** {@code request} with the ACL token, when one is given ({@code -token}, else the variables). */
+    java.net.http.HttpRequest.Builder withToken(java.net.http.HttpRequest.Builder request) {
+        String secret = token;
+        for (String variable : new String[] {"CONCLAVE_HTTP_TOKEN", "CONSUL_HTTP_TOKEN"}) {
+            if (secret == null || secret.isBlank()) {
+                secret = System.getenv(variable);
+            }
+        }
+        if (secret != null && !secret.isBlank()) {
+            request.header("X-Consul-Token", secret.trim());
+        }
+        return request;
+    }
+
     @Option(names = "-ca-file", paramLabel = "FILE",
             description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against (default: $CONCLAVE_CACERT, else $CONSUL_CACERT).")
     java.nio.file.Path caFile;
@@ -161,7 +179,7 @@ abstract class HttpCommand {
         String url = baseUrl() + path;
         try {
             HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
-            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url)).timeout(timeout)
+            HttpRequest.Builder request = withToken(HttpRequest.newBuilder(URI.create(url))).timeout(timeout)
                     .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
             if (contentType != null) {
                 request.header("Content-Type", contentType);

@@ -282,7 +282,7 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
                 + "index=" + index + "&wait=" + WAIT;
         try {
             java.net.http.HttpResponse<String> response = client(java.net.http.HttpClient.newBuilder().connectTimeout(TIMEOUT))
-                    .send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).timeout(Duration.ofMinutes(2)).GET().build(),
+                    .send(withToken(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url))).timeout(Duration.ofMinutes(2)).GET().build(),
                             java.net.http.HttpResponse.BodyHandlers.ofString());
             long answered = response.headers().firstValueAsLong("X-Consul-Index").orElse(index);
             // an index that went back (a reaped tombstone) starts the wait again from it, as Consul's clients do

@@ -65,7 +65,7 @@ final class SnapshotCommand implements Runnable {
             String url = url(this, SnapshotHttpPath.PATH + (stale ? "?stale" : ""));
             try {
                 HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
-                HttpResponse<Path> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(TRANSFER_TIMEOUT).GET().build(),
+                HttpResponse<Path> response = client.send(withToken(HttpRequest.newBuilder(URI.create(url))).timeout(TRANSFER_TIMEOUT).GET().build(),
                         HttpResponse.BodyHandlers.ofFile(partial));
                 if (response.statusCode() != 200) {
                     String body = Files.readString(partial, StandardCharsets.UTF_8).strip();
@@ -122,7 +122,7 @@ final class SnapshotCommand implements Runnable {
             String url = url(this, SnapshotHttpPath.PATH);
             try {
                 HttpClient client = client(HttpClient.newBuilder().connectTimeout(TIMEOUT));
-                HttpResponse<String> response = client.send(HttpRequest.newBuilder(URI.create(url)).timeout(TRANSFER_TIMEOUT)
+                HttpResponse<String> response = client.send(withToken(HttpRequest.newBuilder(URI.create(url))).timeout(TRANSFER_TIMEOUT)
                         .header("Content-Type", "application/octet-stream").PUT(HttpRequest.BodyPublishers.ofFile(file)).build(),
                         HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() != 200) {

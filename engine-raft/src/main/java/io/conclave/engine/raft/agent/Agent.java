@@ -110,6 +110,8 @@ public final class Agent implements AutoCloseable {
     private AutopilotHttpApi autopilotApi;
     private io.conclave.engine.raft.http.MetricsHttpApi metricsApi;
     private KvHttpApi kvApi;
+    private io.conclave.engine.raft.acl.AclStore aclStore;
+    private io.conclave.engine.raft.acl.AclHttpApi aclApi;
     /** The SPIs whose chosen provider the engine called: only those are shown active (a state machine provider is not called yet). */
     private final java.util.Set<Spi> engaged = java.util.EnumSet.noneOf(Spi.class);
     private final io.vertx.core.Promise<Void> terminated = io.vertx.core.Promise.promise();
@@ -326,7 +328,16 @@ public final class Agent implements AutoCloseable {
                 });
         clusterRpc.autopilotViews(autopilotApi::localView);
         KvStateMachine stateMachine = new KvStateMachine();
-        stateMachine.onSystemChange(autopilotApi::systemEntry); // before the node restores a snapshot
+        ConclaveConfig.Acl acl = config.acl();
+        aclStore = acl.enabled() ? new io.conclave.engine.raft.acl.AclStore(acl.defaultAllow(), acl.initialManagementToken(),
+                acl.agentToken(), config.nodeName()) : null;
+        io.conclave.engine.raft.acl.AclStore acls = aclStore;
+        stateMachine.onSystemChange(entry -> { // before the node restores a snapshot
+            autopilotApi.systemEntry(entry);
+            if (acls != null) {
+                acls.systemEntry(entry);
+            }
+        });
         node = await(RaftNode.start(vertx, identity.nodeId(), raftConfig, removalPolicy, storage, stateMachine,
                 transport.sender(), options, null));
         transport.register(node);
@@ -348,6 +359,17 @@ public final class Agent implements AutoCloseable {
         kvApi = new KvHttpApi(vertx, config.datacenter(), node, clusterRpc, timing.electionTimeoutMax());
         stateMachine.onChange(kvApi.watches()); // blocking queries are woken by the applies that concern them
         kvApi.register(http);
+        if (aclStore != null) {
+            aclApi = new io.conclave.engine.raft.acl.AclHttpApi(aclStore, command -> kvApi.submit(command), config.nodeName());
+            aclApi.register(http);
+            LOG.info("ACLs enabled, default policy {}: requests need a token (X-Consul-Token, Authorization: Bearer or ?token=)",
+                    acl.defaultAllow() ? "allow" : "deny");
+        } else {
+            for (io.vertx.core.http.HttpMethod method : List.of(io.vertx.core.http.HttpMethod.GET, io.vertx.core.http.HttpMethod.PUT,
+                    io.vertx.core.http.HttpMethod.DELETE)) {
+                http.routePrefix(method, "/v1/acl/", request -> HttpApi.error(request, 401, "ACL support disabled"));
+            }
+        }
         tombstoneReaper = new io.conclave.engine.raft.http.TombstoneReaper(vertx, node, kvApi, config.tombstoneTtl());
         tombstoneReaper.start();
         sessionKeeper = new io.conclave.engine.raft.http.SessionKeeper(node, kvApi, membership::members);
@@ -366,7 +388,18 @@ public final class Agent implements AutoCloseable {
         autopilotApi.register(http);
         operator = new NodeOperator(node, admission, autopilotApi::settings);
         new OperatorHttpApi(vertx, node, this::nodeName, clusterRpc, OPERATOR_CHANGE_TIMEOUT).register(http);
-        metricsApi = new MetricsHttpApi(node, blockedThreads, membership::counters);
+        metricsApi = new MetricsHttpApi(node, blockedThreads, () -> {
+            Map<String, Long> counters = new LinkedHashMap<>(membership.counters());
+            io.conclave.engine.raft.acl.AclHttpApi aclCounters = aclApi;
+            if (aclCounters != null) {
+                counters.put("acl.denied", aclCounters.denied());
+                counters.put("acl.not_found", aclCounters.notFound());
+            }
+            if (rpcTls.isPresent()) {
+                counters.put("tls.internal_rpc.handshake.refused", transport.refusedHandshakes());
+            }
+            return counters;
+        });
         metricsApi.register(http);
         if (!hasRaftState.get() && transport.clusterId() != null) {
             LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");

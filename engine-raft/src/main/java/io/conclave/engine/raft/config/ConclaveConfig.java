@@ -43,7 +43,8 @@ public record ConclaveConfig(
         Map<String, JsonObject> pluginConfig,
         Optional<Path> pluginsDir,
         String logLevel,
-        Tls tls) {
+        Tls tls,
+        Acl acl) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
@@ -53,6 +54,19 @@ public record ConclaveConfig(
         nodeMeta = Map.copyOf(nodeMeta);
         plugins = Map.copyOf(plugins);
         pluginConfig = Map.copyOf(pluginConfig);
+    }
+
+    /**
+     * {@code acl}: Consul's ACL system, reduced. {@code defaultAllow}: {@code default_policy} {@code allow} (what no
+     * rule says is allowed, except managing ACLs) or {@code deny}. The two tokens are secrets: not in
+     * {@link #toString()}.
+     */
+    public record Acl(boolean enabled, boolean defaultAllow, Optional<String> initialManagementToken, Optional<String> agentToken) {
+        @Override
+        public String toString() {
+            return "Acl[enabled=" + enabled + ", defaultAllow=" + defaultAllow + ", initialManagementToken="
+                    + (initialManagementToken.isPresent() ? "(set)" : "(none)") + ", agentToken=" + (agentToken.isPresent() ? "(set)" : "(none)") + "]";
+        }
     }
 
     /** {@code ports}: 0 picks a free port; {@code https} -1 (the default) opens no HTTPS listener. */

@@ -303,6 +303,7 @@ public final class ConfigLoader {
         }
         check(DOMAIN.matcher(domain).matches(), json.path("domain"), domain, "a DNS name: labels of letters, digits and '-', joined by '.'");
         ConclaveConfig.Tls tls = readTls(json.object("tls"), domain, ports);
+        ConclaveConfig.Acl acl = readAcl(json.object("acl"));
         ConclaveConfig.Autopilot autopilot = readAutopilot(json.object("autopilot"));
         ConclaveConfig.Limits limits = readLimits(json.object("limits"));
         GossipSettings gossipLan = readGossipLan(json.object("gossip_lan"));
@@ -322,7 +323,26 @@ public final class ConfigLoader {
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl);
+    }
+
+    /** {@code acl}: {@code enabled}, {@code default_policy}, {@code tokens.initial_management}, {@code tokens.agent}. */
+    private static ConclaveConfig.Acl readAcl(JsonReader json) {
+        boolean enabled = json.bool("enabled", false);
+        String defaultPolicy = json.string("default_policy", "allow");
+        check(defaultPolicy.equals("allow") || defaultPolicy.equals("deny"), json.path("default_policy"), defaultPolicy, "allow, deny");
+        JsonReader tokens = json.object("tokens");
+        Optional<String> management = Optional.ofNullable(tokens.string("initial_management", null));
+        Optional<String> agent = Optional.ofNullable(tokens.string("agent", null));
+        tokens.finish();
+        json.finish();
+        for (Optional<String> token : List.of(management, agent)) {
+            if (token.isPresent() && (token.get().length() < 8 || token.get().length() > 128 || token.get().isBlank())) {
+                throw new ConfigException(token == management ? "acl.tokens.initial_management" : "acl.tokens.agent",
+                        "value is not allowed (not shown: it is a secret): 8 to 128 characters (a UUID, as Consul makes them)");
+            }
+        }
+        return new ConclaveConfig.Acl(enabled, defaultPolicy.equals("allow"), management, agent);
     }
 
     public static final String DEFAULT_DOMAIN = "conclave";

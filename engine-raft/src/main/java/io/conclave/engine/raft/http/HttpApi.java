@@ -195,6 +195,33 @@ public final class HttpApi {
         }
     }
 
+    /**
+     * Decides, before a route's handler runs, whether a request may be served: ACLs. It answers a refused request
+     * itself (403) and returns false.
+     */
+    public interface Gate {
+        boolean admit(HttpServerRequest request, String path);
+    }
+
+    private volatile Gate gate;
+    private final java.util.Map<HttpServerRequest, io.conclave.engine.raft.acl.Authorizer> authorizers =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    public HttpApi gate(Gate requests) {
+        this.gate = requests;
+        return this;
+    }
+
+    /** What the gate found a request's token may do; empty without ACLs (everything). */
+    public java.util.Optional<io.conclave.engine.raft.acl.Authorizer> authorizer(HttpServerRequest request) {
+        return java.util.Optional.ofNullable(authorizers.get(request));
+    }
+
+    /** The gate's: {@code authorizer} is what {@code request}'s token may do. */
+    public void authorized(HttpServerRequest request, io.conclave.engine.raft.acl.Authorizer authorizer) {
+        authorizers.put(request, authorizer);
+    }
+
     /** Registers a handler of {@code method} on exactly {@code path}. */
     public HttpApi route(HttpMethod method, String path, Handler handler) {
         routes.add(new Route(method, path, false, handler));
@@ -334,6 +361,9 @@ public final class HttpApi {
             pathKnown = true;
             if (route.method.equals(request.method())) {
                 try {
+                    if (gate != null && !gate.admit(request, path)) {
+                        return; // answered: 403
+                    }
                     route.handler.handle(request);
                 } catch (RuntimeException e) {
                     LOG.warn("{} {} failed", request.method(), path, e);

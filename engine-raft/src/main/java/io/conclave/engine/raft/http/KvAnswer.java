@@ -57,9 +57,20 @@ final class KvAnswer {
      * {@code X-Consul-LastContact}).
      */
     static void send(Context context, HttpServerRequest request, KvView view, String key, java.util.Map<String, String> meta) {
+        send(context, request, view, key, meta, null);
+    }
+
+    /**
+     * As {@link #send(Context, HttpServerRequest, KvView, String, java.util.Map)}, leaving out of a list the keys
+     * {@code authorizer} may not read ({@code null}: no ACLs). {@code X-Consul-Results-Filtered-By-ACLs} is set when
+     * the token's rules refuse some key under the prefix (the answer is streamed, so it says that keys may have been
+     * left out, not that some were).
+     */
+    static void send(Context context, HttpServerRequest request, KvView view, String key, java.util.Map<String, String> meta,
+                     io.conclave.engine.raft.acl.Authorizer authorizer) {
         context.runOnContext(v -> {
             meta.forEach(request.response()::putHeader);
-            answer(context, request, view, key);
+            answer(context, request, view, key, authorizer);
         });
     }
 
@@ -68,7 +79,8 @@ final class KvAnswer {
      * under it, deletions included). A prefix's is proportional to the keys under it, so it is computed on a worker:
      * with the first chunk of the answer, or alone for a 404.
      */
-    private static void answer(Context context, HttpServerRequest request, KvView view, String key) {
+    private static void answer(Context context, HttpServerRequest request, KvView view, String key,
+                               io.conclave.engine.raft.acl.Authorizer authorizer) {
         boolean keys = request.params().contains("keys");
         boolean prefix = keys || request.params().contains("recurse");
         Collection<KvEntry> matching;
@@ -79,6 +91,10 @@ final class KvAnswer {
             matching = entry == null ? java.util.List.of() : java.util.List.of(entry);
         }
         Iterator<KvEntry> iterator = matching.iterator(); // O(log n) to reach the first
+        if (prefix && authorizer != null && authorizer.keyReadFiltersUnder(key)) {
+            request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
+            iterator = readable(iterator, authorizer);
+        }
         if (!iterator.hasNext()) {
             if (prefix && !key.isEmpty()) {
                 context.executeBlocking(() -> view.prefixIndex(key), false).onComplete(index -> {
@@ -104,6 +120,38 @@ final class KvAnswer {
             answer.index = prefix ? view.prefixIndex(key) : view.keyIndex(key);
         }
         answer.next();
+    }
+
+    /** The entries of {@code entries} the token may read, lazily (the walk stays on the encoding worker). */
+    private static Iterator<KvEntry> readable(Iterator<KvEntry> entries, io.conclave.engine.raft.acl.Authorizer authorizer) {
+        return new Iterator<>() {
+            private KvEntry next = advance();
+
+            private KvEntry advance() {
+                while (entries.hasNext()) {
+                    KvEntry entry = entries.next();
+                    if (authorizer.keyRead(entry.key())) {
+                        return entry;
+                    }
+                }
+                return null;
+            }
+
+            @Override
+            public boolean hasNext() {
+                return next != null;
+            }
+
+            @Override
+            public KvEntry next() {
+                if (next == null) {
+                    throw new java.util.NoSuchElementException();
+                }
+                KvEntry current = next;
+                next = advance();
+                return current;
+            }
+        };
     }
 
     private static void notFound(HttpServerRequest request, boolean keys, long index) {

@@ -75,6 +75,16 @@ public final class KvHttpApi {
         http.routePrefix(HttpMethod.DELETE, PREFIX, this::delete);
     }
 
+    /** The key of a {@code /v1/kv/} path, decoded as {@link #key} does; the raw rest when it does not decode (refused later). */
+    public static String keyOf(String path) {
+        String rest = path.substring(PREFIX.length());
+        try {
+            return HttpApi.percentDecode(rest);
+        } catch (IllegalArgumentException e) {
+            return rest;
+        }
+    }
+
     /** The key: the rest of the path, percent-decoded as UTF-8 (clients encode '/' in keys as %2F). */
     static String key(HttpServerRequest request) {
         String key;
@@ -174,7 +184,8 @@ public final class KvHttpApi {
         readyToRead(stale).compose(ignored -> awaitIndex(request, query, index, wait))
                 // the store as the change that woke the query left it, else read now (O(1) on the node's context)
                 .compose(woken -> woken != null ? Future.succeededFuture(woken) : node.read(machine -> ((KvStateMachine) machine).view()))
-                .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime())))
+                .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, queryMeta(node.status(), System.nanoTime()),
+                        http.authorizer(request).orElse(null)))
                 .onFailure(error -> fail(request, error));
     }
 

@@ -54,7 +54,24 @@ public final class MembershipHttpApi {
     /** Registers the routes on {@code http}. */
     public void register(HttpApi http) {
         this.http = http;
-        http.route(HttpMethod.GET, "/v1/agent/members", request -> HttpApi.json(request, 200, members()));
+        http.route(HttpMethod.GET, "/v1/agent/members", request -> {
+            java.util.Optional<io.conclave.engine.raft.acl.Authorizer> acl = http.authorizer(request);
+            JsonArray all = members();
+            if (acl.isEmpty()) {
+                HttpApi.json(request, 200, all);
+                return;
+            }
+            JsonArray visible = new JsonArray();
+            all.forEach(member -> {
+                if (acl.get().nodeRead(((JsonObject) member).getString("Name"))) {
+                    visible.add(member);
+                }
+            });
+            if (visible.size() < all.size()) {
+                request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
+            }
+            HttpApi.json(request, 200, visible);
+        });
         http.routePrefix(HttpMethod.PUT, "/v1/agent/join/", this::join);
         http.routePrefix(HttpMethod.PUT, "/v1/agent/force-leave/", this::forceLeave);
         http.route(HttpMethod.GET, "/v1/operator/keyring", this::listKeys);

@@ -299,6 +299,8 @@ public final class SessionHttpApi {
         if (stale == null) {
             return;
         }
+        io.conclave.engine.raft.acl.Authorizer acl = http.authorizer(request).orElse(null);
+        boolean[] filtered = {false};
         kv.readyToRead(stale)
                 .compose(ignored -> node.read(machine -> {
                     KvStateMachine machineState = (KvStateMachine) machine;
@@ -308,6 +310,10 @@ public final class SessionHttpApi {
                     JsonArray answer = new JsonArray();
                     for (Session session : read.getValue().values()) {
                         boolean wanted = kind == null || (kind.equals("info/") ? session.id().equals(argument) : session.node().equals(argument));
+                        if (wanted && acl != null && !acl.sessionRead(session.node())) {
+                            filtered[0] = true; // a session of a node the token may not read
+                            continue;
+                        }
                         if (wanted) {
                             answer.add(json(session));
                         }
@@ -315,6 +321,9 @@ public final class SessionHttpApi {
                     return Map.entry(read.getKey(), answer.encodePrettily());
                 }, false))
                 .onSuccess(read -> {
+                    if (filtered[0]) {
+                        request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
+                    }
                     request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, read.getKey())));
                     KvHttpApi.queryMeta(node.status(), System.nanoTime()).forEach(request.response()::putHeader);
                     request.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(read.getValue());

@@ -58,6 +58,11 @@ public final class TxnHttpApi {
                         return;
                     }
                     List<KvTxn.Op> ops = parsed.result();
+                    java.util.Optional<io.conclave.engine.raft.acl.Authorizer> acl = http.authorizer(request);
+                    if (acl.isPresent() && !ops.stream().allMatch(op -> permitted(acl.get(), op))) {
+                        HttpApi.error(request, 403, "Permission denied");
+                        return;
+                    }
                     if (KvTxn.readOnly(ops)) {
                         kv.readyToRead(stale)
                                 .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view()))
@@ -73,6 +78,16 @@ public final class TxnHttpApi {
                                 .onFailure(error -> KvHttpApi.fail(request, error));
                     }
                 }));
+    }
+
+    /** Whether the token may make {@code op}: every operation of a transaction must be allowed, or none is made. */
+    static boolean permitted(io.conclave.engine.raft.acl.Authorizer acl, KvTxn.Op op) {
+        return switch (op.verb()) {
+            case GET, CHECK_INDEX, CHECK_SESSION, CHECK_NOT_EXISTS -> acl.keyRead(op.key());
+            case GET_TREE -> !acl.keyReadFiltersUnder(op.key());
+            case DELETE_TREE -> acl.keyWritePrefix(op.key());
+            default -> acl.keyWrite(op.key());
+        };
     }
 
     private static void answer(HttpServerRequest request, byte[] answer) {

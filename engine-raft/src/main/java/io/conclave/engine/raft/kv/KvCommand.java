@@ -33,9 +33,12 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas, S
      * must still have — how the leader's TTL expiry loses to a renew applied first — or -1, unconditional).
      *
      * <p>{@code TXN} (value: {@link KvTxn#encode}) is Consul's {@code /v1/txn}: its operations, applied all or none.
+     *
+     * <p>{@code SYSTEM_PUT_ONCE} (key, value, session: a guard key) writes the system entry {@code key} and the guard
+     * (holding {@code key}) together, only if the guard holds nothing yet: how the ACL bootstrap happens once.
      */
     public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES,
-        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY, TXN }
+        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY, TXN, SYSTEM_PUT_ONCE }
 
     public static final long NO_CAS = -1;
 

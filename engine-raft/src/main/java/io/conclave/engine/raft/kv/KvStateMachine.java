@@ -173,6 +173,22 @@ public final class KvStateMachine implements StateMachine {
                 systemListener.accept(written);
                 yield TRUE;
             }
+            case SYSTEM_PUT_ONCE -> {
+                String guard = kv.session();
+                KvEntry held = guard == null ? null : system.get(guard);
+                if (guard == null || (held != null && held.value().length > 0)) {
+                    yield FALSE;
+                }
+                KvEntry marker = new KvEntry(guard, kv.key().getBytes(StandardCharsets.UTF_8), 0,
+                        held == null ? raftIndex : held.createIndex(), raftIndex);
+                KvEntry existing = system.get(kv.key());
+                KvEntry written = new KvEntry(kv.key(), kv.value(), kv.flags(), existing == null ? raftIndex : existing.createIndex(),
+                        raftIndex);
+                system = system.plus(guard, marker).plus(kv.key(), written);
+                systemListener.accept(marker);
+                systemListener.accept(written);
+                yield TRUE;
+            }
             case RESTORE_CHUNK -> stageChunk(raftIndex, kv) ? TRUE : FALSE;
             case RESTORE_COMMIT -> commitRestore(kv) ? TRUE : FALSE;
             case RESTORE_ABORT -> {

@@ -132,6 +132,24 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void acl_is_off_unless_enabled_and_its_tokens_stay_out_of_messages() {
+        ConclaveConfig plain = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
+        assertFalse(plain.acl().enabled());
+        assertTrue(plain.acl().defaultAllow());
+        ConclaveConfig on = ConfigLoader.parse("{\"data_dir\": \"/x\", \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
+                + " \"tokens\": {\"initial_management\": \"0f6c5e0e-1b4e-4d3a-9d55-1f0b8b3f1a11\"}}}", false, "test.json");
+        assertTrue(on.acl().enabled());
+        assertFalse(on.acl().defaultAllow());
+        assertFalse(on.toString().contains("0f6c5e0e"), "the secret is not in the configuration's text");
+        assertEquals("acl.default_policy", rejected("{\"data_dir\": \"/x\", \"acl\": {\"default_policy\": \"extend-cache\"}}").key());
+        ConfigException shortToken = rejected("{\"data_dir\": \"/x\", \"acl\": {\"tokens\": {\"agent\": \"abc\"}}}");
+        assertEquals("acl.tokens.agent", shortToken.key());
+        assertFalse(shortToken.getMessage().contains("abc"), "a refused secret is not shown");
+        assertTrue(rejected("{\"data_dir\": \"/x\", \"acl\": {\"tokens\": {\"master\": \"0f6c5e0e-1b4e\"}}}").getMessage()
+                .contains("master"));
+    }
+
+    @Test
     void fast_failover_is_on_unless_turned_off_and_takes_only_a_boolean() {
         assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").raft().fastFailover());
         assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\", \"raft\": {\"fast_failover\": false}}", false, "test.json")

@@ -1,0 +1,210 @@
+package io.conclave.engine.raft.acl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.engine.raft.agent.Agent;
+import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.testing.Await;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * ACLs on a -dev agent with {@code default_policy} deny: Consul's answers (403 "Permission denied", 403 "ACL not
+ * found"), the endpoints that need no token, bootstrap once, policies and tokens, list filtering, transactions,
+ * token deletion, and bad input answered 400 with the state unchanged.
+ */
+@Timeout(120)
+class AclApiTest {
+
+    static final String INITIAL = "4c4a4f0e-6c1e-4d3a-9d55-1f0b8b3f1a11";
+    static Agent agent;
+    static HttpClient client;
+
+    @BeforeAll
+    static void start() throws Exception {
+        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
+                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", true, "test"), null);
+        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
+        Await.until("the single server takes writes", () -> {
+            try {
+                return call("PUT", "/v1/kv/ready", "yes", INITIAL).body().equals("true");
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
+
+    @AfterAll
+    static void stop() {
+        agent.stop();
+    }
+
+    static HttpResponse<String> call(String method, String path, String body, String token) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path))
+                .timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (token != null) {
+            request.header("X-Consul-Token", token);
+        }
+        return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static void denied(String method, String path, String body, String token) throws Exception {
+        HttpResponse<String> answer = call(method, path, body, token);
+        assertEquals(403, answer.statusCode(), method + " " + path + ": " + answer.body());
+        assertEquals("Permission denied", answer.body().trim(), method + " " + path);
+    }
+
+    private static String policy(String name, String rules) throws Exception {
+        HttpResponse<String> created = call("PUT", "/v1/acl/policy", new JsonObject().put("Name", name).put("Rules", rules).encode(), INITIAL);
+        assertEquals(200, created.statusCode(), created.body());
+        return new JsonObject(created.body()).getString("ID");
+    }
+
+    private static JsonObject token(String... policyNames) throws Exception {
+        JsonArray links = new JsonArray();
+        for (String name : policyNames) {
+            links.add(new JsonObject().put("Name", name));
+        }
+        HttpResponse<String> created = call("PUT", "/v1/acl/token", new JsonObject().put("Description", "test").put("Policies", links).encode(),
+                INITIAL);
+        assertEquals(200, created.statusCode(), created.body());
+        return new JsonObject(created.body());
+    }
+
+    @Test
+    void without_a_token_every_endpoint_but_status_is_denied_and_an_unknown_token_is_not_found() throws Exception {
+        for (String[] request : List.of(new String[] {"GET", "/v1/kv/ready"}, new String[] {"PUT", "/v1/kv/x"},
+                new String[] {"DELETE", "/v1/kv/x?recurse"}, new String[] {"GET", "/v1/agent/self"},
+                new String[] {"GET", "/v1/agent/metrics"}, new String[] {"PUT", "/v1/agent/leave"},
+                new String[] {"GET", "/v1/operator/raft/configuration"}, new String[] {"GET", "/v1/operator/autopilot/configuration"},
+                new String[] {"PUT", "/v1/session/create"}, new String[] {"GET", "/v1/snapshot"}, new String[] {"GET", "/v1/acl/policies"},
+                new String[] {"GET", "/v1/acl/tokens"})) {
+            denied(request[0], request[1], null, null);
+        }
+        assertEquals(200, call("GET", "/v1/status/leader", null, null).statusCode());
+        assertEquals(200, call("GET", "/v1/status/peers", null, null).statusCode());
+        // lists answer, filtered to nothing: the anonymous token may read no key
+        HttpResponse<String> list = call("GET", "/v1/kv/?recurse", null, null);
+        assertEquals(404, list.statusCode(), list.body());
+        assertEquals("true", list.headers().firstValue("X-Consul-Results-Filtered-By-ACLs").orElse(""));
+        HttpResponse<String> unknown = call("GET", "/v1/kv/ready", null, "11111111-2222-3333-4444-555555555555");
+        assertEquals(403, unknown.statusCode());
+        assertEquals("ACL not found", unknown.body().trim());
+        JsonObject metrics = new JsonObject(call("GET", "/v1/agent/metrics", null, INITIAL).body());
+        long deniedCount = metrics.getJsonArray("Counters").stream().map(JsonObject.class::cast)
+                .filter(counter -> counter.getString("Name").equals("acl.denied")).mapToLong(counter -> counter.getLong("Count")).sum();
+        assertTrue(deniedCount >= 12, "refusals are counted: acl.denied = " + deniedCount);
+    }
+
+    @Test
+    void bootstrap_happens_once_and_its_token_manages_everything_and_is_not_shown_again() throws Exception {
+        HttpResponse<String> first = call("PUT", "/v1/acl/bootstrap", null, null);
+        assertEquals(200, first.statusCode(), first.body());
+        JsonObject token = new JsonObject(first.body());
+        String secret = token.getString("SecretID");
+        assertNotNull(secret);
+        assertEquals(AclStore.GLOBAL_MANAGEMENT_NAME, token.getJsonArray("Policies").getJsonObject(0).getString("Name"));
+        HttpResponse<String> second = call("PUT", "/v1/acl/bootstrap", null, null);
+        assertEquals(403, second.statusCode());
+        assertTrue(second.body().contains("ACL bootstrap no longer allowed"), second.body());
+
+        assertEquals("true", call("PUT", "/v1/kv/managed/x", "1", secret).body());
+        assertEquals(200, call("GET", "/v1/operator/raft/configuration", null, secret).statusCode());
+        assertEquals(200, call("GET", "/v1/acl/policies", null, secret).statusCode());
+        assertEquals(200, call("GET", "/v1/snapshot", null, secret).statusCode());
+        HttpResponse<String> read = call("GET", "/v1/acl/token/" + token.getString("AccessorID"), null, secret);
+        assertEquals(200, read.statusCode(), read.body());
+        assertNull(new JsonObject(read.body()).getValue("SecretID"), "a secret is shown once, at creation");
+        HttpResponse<String> self = call("GET", "/v1/acl/token/self", null, secret);
+        assertEquals(token.getString("AccessorID"), new JsonObject(self.body()).getString("AccessorID"));
+    }
+
+    @Test
+    void a_key_prefix_token_writes_under_its_prefix_only_sees_only_its_keys_and_stops_working_once_deleted() throws Exception {
+        policy("app-writer", "{\"key_prefix\": {\"app/\": {\"policy\": \"write\"}}}");
+        JsonObject created = token("app-writer");
+        String secret = created.getString("SecretID");
+        assertEquals("true", call("PUT", "/v1/kv/app/x", "1", secret).body());
+        assertEquals("true", call("PUT", "/v1/kv/other/secret", "2", INITIAL).body());
+        denied("PUT", "/v1/kv/other/x", "1", secret);
+        denied("GET", "/v1/kv/other/secret", null, secret);
+        denied("DELETE", "/v1/kv/?recurse", null, secret);
+        denied("GET", "/v1/operator/raft/configuration", null, secret);
+        denied("PUT", "/v1/agent/leave", null, secret);
+        denied("PUT", "/v1/acl/policy", "{\"Name\": \"mine\"}", secret);
+
+        HttpResponse<String> list = call("GET", "/v1/kv/?recurse", null, secret);
+        assertEquals(200, list.statusCode(), list.body());
+        assertEquals("true", list.headers().firstValue("X-Consul-Results-Filtered-By-ACLs").orElse(""));
+        for (Object entry : new JsonArray(list.body())) {
+            assertTrue(((JsonObject) entry).getString("Key").startsWith("app/"), list.body());
+        }
+        assertEquals(new JsonArray().add("app/x"), new JsonArray(call("GET", "/v1/kv/?keys", null, secret).body()));
+        HttpResponse<String> own = call("GET", "/v1/kv/app/?recurse", null, secret);
+        assertTrue(own.headers().firstValue("X-Consul-Results-Filtered-By-ACLs").isEmpty(), "nothing under app/ is hidden");
+
+        // the other ways to give a token
+        HttpRequest bearer = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + "/v1/kv/app/x?raw"))
+                .header("Authorization", "Bearer " + secret).GET().build();
+        assertEquals("1", client.send(bearer, HttpResponse.BodyHandlers.ofString()).body());
+        assertEquals("1", call("GET", "/v1/kv/app/x?raw&token=" + secret, null, null).body());
+
+        // a transaction is all allowed or refused whole
+        String allowed = "[{\"KV\": {\"Verb\": \"set\", \"Key\": \"app/t\", \"Value\": \"MQ==\"}}]";
+        assertEquals(200, call("PUT", "/v1/txn", allowed, secret).statusCode());
+        denied("PUT", "/v1/txn", "[{\"KV\": {\"Verb\": \"set\", \"Key\": \"app/u\", \"Value\": \"MQ==\"}},"
+                + " {\"KV\": {\"Verb\": \"get\", \"Key\": \"other/secret\"}}]", secret);
+        assertEquals(404, call("GET", "/v1/kv/app/u", null, INITIAL).statusCode(), "nothing of a refused transaction was applied");
+
+        HttpResponse<String> deleted = call("DELETE", "/v1/acl/token/" + created.getString("AccessorID"), null, INITIAL);
+        assertEquals("true", deleted.body().trim(), deleted.body());
+        HttpResponse<String> after = call("GET", "/v1/kv/app/x", null, secret);
+        assertEquals(403, after.statusCode());
+        assertEquals("ACL not found", after.body().trim());
+    }
+
+    @Test
+    void bad_policies_and_tokens_are_refused_with_a_message_and_change_nothing() throws Exception {
+        int policies = new JsonArray(call("GET", "/v1/acl/policies", null, INITIAL).body()).size();
+        int tokens = new JsonArray(call("GET", "/v1/acl/tokens", null, INITIAL).body()).size();
+        String[][] bad = {
+            {"/v1/acl/policy", "{\"Name\": \"p1\", \"Rules\": \"{not json\"}", "invalid Rules"},
+            {"/v1/acl/policy", "{\"Name\": \"p2\", \"Rules\": \"{\\\"keyz\\\": {}}\"}", "unknown rule \"keyz\""},
+            {"/v1/acl/policy", "{\"Name\": \"p3\", \"Rules\": \"key_prefix \\\"\\\" { policy = \\\"read\\\" }\"}", "not HCL"},
+            {"/v1/acl/policy", "{\"Name\": \"p4\", \"Rules\": \"{\\\"key\\\": {\\\"" + "a".repeat(33_000) + "\\\": {\\\"policy\\\": \\\"read\\\"}}}\"}",
+                "at most"},
+            {"/v1/acl/policy", "{\"Name\": \"bad name!\"}", "not allowed"},
+            {"/v1/acl/policy", "{\"Name\": \"p5\", \"Colour\": \"red\"}", "unknown field \"Colour\""},
+            {"/v1/acl/policy", "[1, 2]", "not a JSON object"},
+            {"/v1/acl/token", "{\"Policies\": [{\"Name\": \"no-such-policy\"}]}", "no such policy"},
+            {"/v1/acl/token", "{\"SecretID\": \"not-a-uuid\"}", "must be a UUID"},
+            {"/v1/acl/token", "{\"Policies\": \"all\"}", "Policies must be a list"},
+        };
+        for (String[] request : bad) {
+            HttpResponse<String> answer = call("PUT", request[0], request[1], INITIAL);
+            assertEquals(400, answer.statusCode(), request[1] + ": " + answer.body());
+            assertTrue(answer.body().contains(request[2]), request[1] + ": " + answer.body());
+        }
+        policy("unique-name", "");
+        HttpResponse<String> duplicate = call("PUT", "/v1/acl/policy", "{\"Name\": \"unique-name\"}", INITIAL);
+        assertEquals(400, duplicate.statusCode(), duplicate.body());
+        assertEquals(policies + 1, new JsonArray(call("GET", "/v1/acl/policies", null, INITIAL).body()).size());
+        assertEquals(tokens, new JsonArray(call("GET", "/v1/acl/tokens", null, INITIAL).body()).size());
+        assertFalse(call("GET", "/v1/acl/policy/name/unique-name", null, INITIAL).body().isEmpty());
+    }
+}
