@@ -99,7 +99,11 @@ final class AgentProcess implements AutoCloseable {
         command.addAll(main);
         command.addAll(List.of(args));
         Path output = Files.createTempFile(work, "agent", ".log");
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
+        if (SecureMode.on()) {
+            builder.environment().put("CONCLAVE_HTTP_TOKEN", SecureMode.TOKEN); // for the conclave commands a test starts
+        }
+        Process process = builder.start();
         return new AgentProcess(process, output);
     }
 
@@ -197,8 +201,11 @@ final class AgentProcess implements AutoCloseable {
                 throw new AssertionError("agent exited with " + process.exitValue() + ":\n" + output());
             }
             try {
-                HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-                        .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(5));
+                if (SecureMode.on()) {
+                    request.header("X-Consul-Token", SecureMode.TOKEN);
+                }
+                HttpResponse<String> response = HTTP.send(request.GET().build(), HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() == 200) {
                     return response.body();
                 }

@@ -79,7 +79,7 @@ class AutopilotProcessIT {
         }
         Path config = work.resolve(name + ".json");
         Path data = work.resolve("data-" + name);
-        Files.writeString(config, "{" + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
+        Files.writeString(config, "{" + SecureMode.config() + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
                 + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"300ms\", "
                 + "\"autopilot\": {\"server_stabilization_time\": \"1s\"}, "
                 + "\"retry_join\": " + addresses + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft
@@ -124,11 +124,21 @@ class AutopilotProcessIT {
         }
         awaitLeader(nodes);
         awaitVoters(nodes.get(0), count);
+        if (SecureMode.on()) { // the switch is really on: a request without the token is refused
+            HttpResponse<String> tokenless = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + nodes.get(0).http + "/v1/kv/x"))
+                    .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+            if (tokenless.statusCode() != 403) {
+                throw new AssertionError("secure mode, yet a request without a token got " + tokenless.statusCode());
+            }
+        }
         return nodes;
     }
 
     static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
+        if (SecureMode.on()) {
+            request.header("X-Consul-Token", SecureMode.TOKEN);
+        }
         request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }

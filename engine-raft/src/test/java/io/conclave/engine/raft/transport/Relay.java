@@ -105,6 +105,11 @@ final class Relay implements AutoCloseable {
                     out.setTcpNoDelay(true);
                     sockets.add(in);
                     sockets.add(out);
+                    if (listener != socket) { // died while this one was being connected: it goes with the others
+                        closeQuietly(in);
+                        closeQuietly(out);
+                        continue;
+                    }
                     pump(in, out);
                     pump(out, in);
                 } catch (IOException closedOrRefused) {
