@@ -102,10 +102,10 @@ class AclProcessIT {
             }
 
             // the CLI: a leave needs agent:write on the leaving server; the app token has none, the agent token has
-            Run refused = cli(work, "leave", "-http-addr", "127.0.0.1:" + other.http, "-token", app);
+            AgentProcess.CommandRun refused = cli(work, "leave", "-http-addr", "127.0.0.1:" + other.http, "-token", app);
             assertNotEquals(0, refused.exit(), refused.output());
             assertTrue(refused.output().contains("Permission denied"), refused.output());
-            Run kv = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + other.http, "-token", app, "app/" + other.name);
+            AgentProcess.CommandRun kv = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + other.http, "-token", app, "app/" + other.name);
             assertEquals(0, kv.exit(), kv.output());
 
             // a deleted token stops working on every server within the bound
@@ -125,7 +125,7 @@ class AclProcessIT {
                 assertTrue(lag <= REVOCATION_BOUND.toMillis(), "a server took the deleted token for " + lag + " ms: " + lags);
             }
 
-            Run leave = cli(work, "leave", "-http-addr", "127.0.0.1:" + other.http, "-token", agentToken);
+            AgentProcess.CommandRun leave = cli(work, "leave", "-http-addr", "127.0.0.1:" + other.http, "-token", agentToken);
             assertEquals(0, leave.exit(), leave.output());
             assertEquals(0, other.process.awaitExit(DEADLINE), "the agent token's leave exits 0");
         } finally {
@@ -137,16 +137,7 @@ class AclProcessIT {
         }
     }
 
-    private record Run(int exit, String output) {
-    }
-
-    private Run cli(Path dir, String... args) throws Exception {
-        List<String> command = new ArrayList<>(List.of(harness.home.resolve("bin").resolve("conclave").toString()));
-        command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
-        Process process = builder.start();
-        assertTrue(process.waitFor(60, TimeUnit.SECONDS), "conclave " + String.join(" ", args) + " finished");
-        return new Run(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+    private AgentProcess.CommandRun cli(Path dir, String... args) throws Exception {
+        return AgentProcess.command(harness.home, dir, args);
     }
 }

@@ -107,6 +107,27 @@ final class AgentProcess implements AutoCloseable {
         return new AgentProcess(process, output);
     }
 
+    /** A {@code conclave} command's exit code and its output (standard output and error together). */
+    record CommandRun(int exit, String output) {
+    }
+
+    /**
+     * Runs {@code bin/conclave args} of the distribution at {@code home} in the folder {@code dir} (what a user types
+     * there: {@code conclave tls} writes its files in the current folder), with a small heap; waits up to 60 s.
+     */
+    static CommandRun command(Path home, Path dir, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(home.resolve("bin").resolve("conclave").toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
+        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
+        Process process = builder.start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("conclave " + String.join(" ", args) + " did not finish within 60 s");
+        }
+        return new CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
     /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
     /** The jar {@code examples/<folder>} built ({@code <artifact>-<version>.jar}), found from the distribution's place. */
     static Path exampleJar(String folder, String artifact) throws IOException {

@@ -225,6 +225,9 @@ public final class ReliabilityClient {
 
     private Answer call(HttpRequest.Builder request, Duration timeout) {
         try {
+            if (SecureMode.on()) {
+                request.header("X-Consul-Token", SecureMode.TOKEN);
+            }
             HttpResponse<String> response = http.send(request.timeout(timeout).build(), HttpResponse.BodyHandlers.ofString());
             String body = response.body();
             if (response.statusCode() == 503 || (response.statusCode() == 500 && body.startsWith("No cluster leader here"))) {

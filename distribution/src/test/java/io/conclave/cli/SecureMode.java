@@ -13,9 +13,10 @@ import java.util.List;
 
 /**
  * {@code -Dit.secure=true}: the suites built on {@link AutopilotProcessIT}'s harness (the leave flow, joins, the
- * enterprise policy example) run their servers with mutual TLS on the server port (certificates of a CA made for this
- * JVM, all three {@code verify_*} on) and ACLs with {@code default_policy} deny; the harness's HTTP calls and every
- * {@code conclave} command it starts carry the management token ({@code CONCLAVE_HTTP_TOKEN}). Off by default.
+ * enterprise policy example) and the reliability suite ({@link ReliabilityRun}) run their servers with mutual TLS on
+ * the server port (certificates of a CA made for this JVM, all three {@code verify_*} on) and ACLs with
+ * {@code default_policy} deny; their HTTP calls and every {@code conclave} command a test starts carry the management
+ * token ({@code CONCLAVE_HTTP_TOKEN}). Off by default.
  */
 final class SecureMode {
 
@@ -32,7 +33,7 @@ final class SecureMode {
     }
 
     /** The configuration fragment (ending in a comma) that secure mode adds to every server's file; "" when off. */
-    static synchronized String config() throws Exception {
+    static synchronized String config() throws java.io.IOException {
         if (!on()) {
             return "";
         }

@@ -52,25 +52,17 @@ class TlsProcessIT {
     private final AutopilotProcessIT harness = new AutopilotProcessIT();
 
     /** Runs {@code conclave args} from the distribution in {@code dir}; its exit code and output. */
-    private record Run(int exit, String output) {
+
+    private AgentProcess.CommandRun cli(Path dir, String... args) throws Exception {
+        return AgentProcess.command(harness.home, dir, args);
     }
 
-    private Run cli(Path dir, String... args) throws Exception {
-        List<String> command = new ArrayList<>(List.of(harness.home.resolve("bin").resolve("conclave").toString()));
-        command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
-        Process process = builder.start();
-        assertTrue(process.waitFor(60, TimeUnit.SECONDS), "conclave " + String.join(" ", args) + " finished");
-        return new Run(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-    }
-
-    private static Run curl(String... args) throws Exception {
+    private static AgentProcess.CommandRun curl(String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of("curl", "-sS", "--max-time", "10"));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         assertTrue(process.waitFor(30, TimeUnit.SECONDS));
-        return new Run(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        return new AgentProcess.CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
     }
 
     private static String tls(Path certs, String cert, int https) {
@@ -91,20 +83,20 @@ class TlsProcessIT {
     void a_mutual_tls_cluster_forms_serves_over_https_refuses_strangers_and_takes_a_renewed_certificate(@TempDir Path work)
             throws Exception {
         Path certs = Files.createDirectories(work.resolve("certs"));
-        Run ca = cli(certs, "tls", "ca", "create");
+        AgentProcess.CommandRun ca = cli(certs, "tls", "ca", "create");
         assertEquals(0, ca.exit(), ca.output());
         for (int i = 0; i < 3; i++) {
-            Run server = cli(certs, "tls", "cert", "create", "-server");
+            AgentProcess.CommandRun server = cli(certs, "tls", "cert", "create", "-server");
             assertEquals(0, server.exit(), server.output());
         }
-        Run client = cli(certs, "tls", "cert", "create", "-client");
+        AgentProcess.CommandRun client = cli(certs, "tls", "cert", "create", "-client");
         assertEquals(0, client.exit(), client.output());
         assertTrue(client.output().contains("dc1-client-conclave-0.pem"), client.output());
         for (String key : List.of("conclave-agent-ca-key.pem", "dc1-server-conclave-0-key.pem", "dc1-client-conclave-0-key.pem")) {
             assertEquals(Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
                     Files.getPosixFilePermissions(certs.resolve(key)), key + " is its owner's only");
         }
-        Run again = cli(certs, "tls", "ca", "create");
+        AgentProcess.CommandRun again = cli(certs, "tls", "ca", "create");
         assertNotEquals(0, again.exit(), "a second CA over the first is refused: " + again.output());
         assertTrue(again.output().contains("already exists"), again.output());
 
@@ -127,10 +119,10 @@ class TlsProcessIT {
             String clientKey = certs.resolve("dc1-client-conclave-0-key.pem").toString();
 
             // HTTPS with verify_incoming: curl with the client certificate writes, without it is refused at the handshake
-            Run put = curl("--cacert", caFile, "--cert", clientCert, "--key", clientKey, "-X", "PUT", "--data", "over-tls",
+            AgentProcess.CommandRun put = curl("--cacert", caFile, "--cert", clientCert, "--key", clientKey, "-X", "PUT", "--data", "over-tls",
                     "https://127.0.0.1:" + https[1] + "/v1/kv/tls/x");
             assertEquals("true", put.output().trim(), put.output());
-            Run refused = curl("--cacert", caFile, "https://127.0.0.1:" + https[1] + "/v1/kv/tls/x?raw");
+            AgentProcess.CommandRun refused = curl("--cacert", caFile, "https://127.0.0.1:" + https[1] + "/v1/kv/tls/x?raw");
             assertNotEquals(0, refused.exit(), "no client certificate: " + refused.output());
             assertEquals("over-tls", AutopilotProcessIT.call("GET", nodes.get(2).http, "/v1/kv/tls/x?raw", null).body());
 
@@ -142,17 +134,17 @@ class TlsProcessIT {
             assertEquals("kiwi", consul.keyValueClient().getValueAsString("tls/java").orElseThrow());
 
             // the CLI reaches the HTTPS API with -ca-file and a client certificate
-            Run kv = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "-client-cert", clientCert,
+            AgentProcess.CommandRun kv = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "-client-cert", clientCert,
                     "-client-key", clientKey, "tls/x");
             assertEquals(0, kv.exit(), kv.output());
             assertEquals("over-tls", kv.output().trim());
-            Run kvWithout = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "tls/x");
+            AgentProcess.CommandRun kvWithout = cli(work, "kv", "get", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "tls/x");
             assertNotEquals(0, kvWithout.exit(), "the CLI without a client certificate: " + kvWithout.output());
 
             // the server port: plain text, and a client certificate of the cluster's CA, are refused at the handshake
-            Run plain = curl("--http2-prior-knowledge", "http://127.0.0.1:" + nodes.get(0).raft + "/");
+            AgentProcess.CommandRun plain = curl("--http2-prior-knowledge", "http://127.0.0.1:" + nodes.get(0).raft + "/");
             assertNotEquals(0, plain.exit(), "plain text on the server port: " + plain.output());
-            Run clientOnServerPort = curl("--http2", "--cacert", caFile, "--cert", clientCert, "--key", clientKey,
+            AgentProcess.CommandRun clientOnServerPort = curl("--http2", "--cacert", caFile, "--cert", clientCert, "--key", clientKey,
                     "https://127.0.0.1:" + nodes.get(0).raft + "/");
             assertNotEquals(0, clientOnServerPort.exit(), "a client certificate on the server port: " + clientOnServerPort.output());
             AgentProcess.awaitCondition("n0 logged both refusals", DEADLINE, () ->
@@ -215,7 +207,7 @@ class TlsProcessIT {
 
             // a renewed certificate on disk is served without a restart
             BigInteger old = servedSerial(nodes.get(0).raft, certs);
-            Run renewed = cli(certs, "tls", "cert", "create", "-server");
+            AgentProcess.CommandRun renewed = cli(certs, "tls", "cert", "create", "-server");
             assertEquals(0, renewed.exit(), renewed.output());
             Files.copy(certs.resolve("dc1-server-conclave-3-key.pem"), certs.resolve("dc1-server-conclave-0-key.pem"),
                     StandardCopyOption.REPLACE_EXISTING);
@@ -235,7 +227,7 @@ class TlsProcessIT {
             assertEquals(200, AutopilotProcessIT.call("PUT", nodes.get(0).http, "/v1/kv/tls/after-renewal", "1").statusCode());
 
             // conclave leave over HTTPS with verify_incoming: n2 leaves, the others keep serving
-            Run leave = cli(work, "leave", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "-client-cert", clientCert,
+            AgentProcess.CommandRun leave = cli(work, "leave", "-http-addr", "127.0.0.1:" + https[2], "-ca-file", caFile, "-client-cert", clientCert,
                     "-client-key", clientKey);
             assertEquals(0, leave.exit(), leave.output());
             assertEquals(0, nodes.get(2).process.awaitExit(DEADLINE), output(nodes.get(2)));

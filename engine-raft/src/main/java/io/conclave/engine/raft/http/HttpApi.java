@@ -297,7 +297,7 @@ public final class HttpApi {
         httpsServer.connectionHandler(this::admit);
         httpsServer.requestHandler(this::dispatch);
         httpsServer.exceptionHandler(error -> {
-            if (handshakeLogDue()) {
+            if (handshakeLog.due()) {
                 LOG.warn("refused an HTTPS connection at the TLS handshake: {}", error.toString());
             }
         });
@@ -305,13 +305,9 @@ public final class HttpApi {
     }
 
     private HttpServer httpsServer;
-    private final java.util.concurrent.atomic.AtomicLong nextHandshakeLog = new java.util.concurrent.atomic.AtomicLong();
-
-    private boolean handshakeLogDue() {
-        long now = System.nanoTime();
-        long at = nextHandshakeLog.get();
-        return now - at >= 0 && nextHandshakeLog.compareAndSet(at, now + 1_000_000_000L);
-    }
+    /** Refused HTTPS handshakes are logged at most every second. */
+    private final io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog handshakeLog =
+            new io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog(1_000);
 
     public Future<Void> close() {
         if (httpsServer != null) {

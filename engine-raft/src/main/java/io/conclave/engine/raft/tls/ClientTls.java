@@ -25,34 +25,38 @@ public final class ClientTls {
      */
     public static SSLContext context(Optional<Path> ca, Optional<Path> cert, Optional<Path> key) throws TlsException {
         try {
-            TrustManager[] trust = null;
-            if (ca.isPresent()) {
-                KeyStore store = KeyStore.getInstance("PKCS12");
-                store.load(null, null);
-                int n = 0;
-                for (X509Certificate certificate : Pem.certificates(ca.get(), "-ca-file")) {
-                    store.setCertificateEntry("ca" + n++, certificate);
-                }
-                TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
-                factory.init(store);
-                trust = factory.getTrustManagers();
-            }
-            KeyManager[] keys = null;
-            if (cert.isPresent() && key.isPresent()) {
-                List<X509Certificate> chain = Pem.certificates(cert.get(), "-client-cert");
-                PrivateKey privateKey = Pem.privateKey(key.get(), "-client-key");
-                KeyStore store = KeyStore.getInstance("PKCS12");
-                store.load(null, null);
-                store.setKeyEntry("client", privateKey, new char[0], chain.toArray(X509Certificate[]::new));
-                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-                factory.init(store, new char[0]);
-                keys = factory.getKeyManagers();
-            }
+            TrustManager[] trust = ca.isPresent() ? trustManagers(Pem.certificates(ca.get(), "-ca-file")).getTrustManagers() : null;
+            KeyManager[] keys = cert.isPresent() && key.isPresent()
+                    ? keyManagers(Pem.certificates(cert.get(), "-client-cert"), Pem.privateKey(key.get(), "-client-key")).getKeyManagers()
+                    : null;
             SSLContext context = SSLContext.getInstance("TLS");
             context.init(keys, trust, null);
             return context;
         } catch (GeneralSecurityException | java.io.IOException e) {
             throw new TlsException("the TLS files cannot be used: " + e.getMessage(), e);
         }
+    }
+
+    /** Key managers presenting {@code chain} with {@code key}. */
+    static KeyManagerFactory keyManagers(List<X509Certificate> chain, PrivateKey key) throws GeneralSecurityException, java.io.IOException {
+        KeyStore store = KeyStore.getInstance("PKCS12");
+        store.load(null, null);
+        store.setKeyEntry("key", key, new char[0], chain.toArray(X509Certificate[]::new));
+        KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        factory.init(store, new char[0]);
+        return factory;
+    }
+
+    /** PKIX trust managers trusting {@code cas}. */
+    static TrustManagerFactory trustManagers(List<X509Certificate> cas) throws GeneralSecurityException, java.io.IOException {
+        KeyStore store = KeyStore.getInstance("PKCS12");
+        store.load(null, null);
+        int n = 0;
+        for (X509Certificate certificate : cas) {
+            store.setCertificateEntry("ca" + n++, certificate);
+        }
+        TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
+        factory.init(store);
+        return factory;
     }
 }

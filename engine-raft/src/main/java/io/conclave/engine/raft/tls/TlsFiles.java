@@ -4,7 +4,6 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.KeyStore;
 import java.security.MessageDigest;
 import java.security.Principal;
 import java.security.PrivateKey;
@@ -16,10 +15,8 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.TrustManager;
-import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509ExtendedKeyManager;
 import javax.net.ssl.X509ExtendedTrustManager;
 import org.slf4j.Logger;
@@ -152,23 +149,10 @@ public final class TlsFiles {
             throw new TlsException(what + ": key_file " + keyFile + " is not the key of the certificate in cert_file " + certFile);
         }
         try {
-            KeyStore keyStore = KeyStore.getInstance("PKCS12");
-            keyStore.load(null, null);
-            keyStore.setKeyEntry("conclave", key, new char[0], chain.toArray(X509Certificate[]::new));
-            KeyManagerFactory keyFactory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            keyFactory.init(keyStore, new char[0]);
-            X509ExtendedKeyManager keys = (X509ExtendedKeyManager) keyFactory.getKeyManagers()[0];
+            X509ExtendedKeyManager keys = (X509ExtendedKeyManager) ClientTls.keyManagers(chain, key).getKeyManagers()[0];
             X509ExtendedTrustManager trust = null;
             if (caFile.isPresent()) {
-                KeyStore trustStore = KeyStore.getInstance("PKCS12");
-                trustStore.load(null, null);
-                int n = 0;
-                for (X509Certificate ca : Pem.certificates(caFile.get(), what + " ca_file")) {
-                    trustStore.setCertificateEntry("ca" + n++, ca);
-                }
-                TrustManagerFactory trustFactory = TrustManagerFactory.getInstance("PKIX");
-                trustFactory.init(trustStore);
-                for (TrustManager manager : trustFactory.getTrustManagers()) {
+                for (TrustManager manager : ClientTls.trustManagers(Pem.certificates(caFile.get(), what + " ca_file")).getTrustManagers()) {
                     if (manager instanceof X509ExtendedTrustManager extended) {
                         trust = extended;
                     }

@@ -145,4 +145,16 @@ class TlsFilesTest {
         assertEquals(after, files.certificate());
         assertEquals(after, files.keyManager().getCertificateChain(files.keyManager().chooseEngineServerAlias("EC", null, null))[0]);
     }
+
+    @Test
+    void an_agent_whose_certificate_is_missing_does_not_start_and_names_the_file() throws Exception {
+        Path caFile = ca();
+        Path[] server = issue("server", Certificates.Kind.SERVER, Instant.now().plus(Duration.ofDays(1)), false);
+        String config = "{\"ports\": {\"http\": 0, \"server\": 0}, \"tls\": {\"internal_rpc\": {\"ca_file\": \"" + caFile
+                + "\", \"cert_file\": \"" + dir.resolve("missing.pem") + "\", \"key_file\": \"" + server[1] + "\", \"verify_incoming\": true}}}";
+        IllegalStateException refused = assertThrows(IllegalStateException.class, () -> io.conclave.engine.raft.agent.Agent.start(
+                io.conclave.engine.raft.config.ConfigLoader.parse(config, true, "test"), null));
+        assertTrue(refused.getMessage().contains("cannot start with tls.internal_rpc") && refused.getMessage().contains("missing.pem does not exist"),
+                refused.getMessage());
+    }
 }
