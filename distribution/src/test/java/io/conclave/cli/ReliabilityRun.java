@@ -264,6 +264,7 @@ final class ReliabilityRun {
         }
         Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
+                "-Dit.secure=" + SecureMode.on(), // the clients carry the token in secure mode
                 "-cp", classes.toString(), "io.conclave.cli.ReliabilityClient", String.join(",", urls), "8",
                 work.resolve("history.tsv").toString()));
         if (hosts != null) {
