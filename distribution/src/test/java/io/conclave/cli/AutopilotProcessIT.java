@@ -124,13 +124,7 @@ class AutopilotProcessIT {
         }
         awaitLeader(nodes);
         awaitVoters(nodes.get(0), count);
-        if (SecureMode.on()) { // the switch is really on: a request without the token is refused
-            HttpResponse<String> tokenless = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + nodes.get(0).http + "/v1/kv/x"))
-                    .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
-            if (tokenless.statusCode() != 403) {
-                throw new AssertionError("secure mode, yet a request without a token got " + tokenless.statusCode());
-            }
-        }
+        SecureMode.checkRefusesTokenless(nodes.get(0).http);
         return nodes;
     }
 

@@ -32,6 +32,9 @@ class ClusterProcessIT {
 
     static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
+        if (SecureMode.on()) {
+            request.header("X-Consul-Token", SecureMode.TOKEN);
+        }
         request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
@@ -53,6 +56,7 @@ class ClusterProcessIT {
             boolean agreed = first != null && nodes.stream().allMatch(node -> first.equals(leaderSeenBy(node)));
             var leader = nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst();
             if (agreed && leader.isPresent()) { // right after a kill they may still name the dead leader
+                SecureMode.checkRefusesTokenless(leader.get().httpPort());
                 return leader.get();
             }
             Thread.sleep(20);
@@ -85,7 +89,7 @@ class ClusterProcessIT {
         for (int i = 0; i < 3; i++) {
             int http = AgentProcess.freePort();
             Path config = work.resolve("s" + i + ".json");
-            Files.writeString(config, "{" + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
+            Files.writeString(config, "{" + SecureMode.config() + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
                     + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"" + leaveDrainTime + "\", \"static_servers\": " + addresses
                     + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
             String name = "s" + i;

@@ -52,13 +52,13 @@ class LeaderElectionIT {
     }
 
     private static JsonObject lock(int port) throws Exception {
-        HttpResponse<String> read = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/leader")).build(),
+        HttpResponse<String> read = HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/leader"))).build(),
                 HttpResponse.BodyHandlers.ofString());
         return read.statusCode() == 200 ? new JsonArray(read.body()).getJsonObject(0) : null;
     }
 
     private static boolean sessionExists(int port, String id) throws Exception {
-        return !new JsonArray(HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/session/info/" + id)).build(),
+        return !new JsonArray(HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/session/info/" + id))).build(),
                 HttpResponse.BodyHandlers.ofString()).body()).isEmpty();
     }
 
@@ -97,8 +97,12 @@ class LeaderElectionIT {
             for (int i = 0; i < 3; i++) {
                 String name = "app" + i;
                 Path log = work.resolve(name + ".log");
-                Process process = new ProcessBuilder(java, "-Xmx64m", "-cp", jar.toString(), "io.conclave.example.leader.LeaderElection",
-                        "127.0.0.1:" + nodes.get(i).httpPort(), name).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                ProcessBuilder app = new ProcessBuilder(java, "-Xmx64m", "-cp", jar.toString(), "io.conclave.example.leader.LeaderElection",
+                        "127.0.0.1:" + nodes.get(i).httpPort(), name).redirectErrorStream(true).redirectOutput(log.toFile());
+                if (SecureMode.on()) {
+                    app.environment().put("CONSUL_HTTP_TOKEN", SecureMode.TOKEN); // as a Consul client takes its token
+                }
+                Process process = app.start();
                 contenders.add(new Contender(name, process, log));
             }
             AgentProcess.awaitCondition("a leader is elected", Duration.ofSeconds(60), () -> {
@@ -156,7 +160,7 @@ class LeaderElectionIT {
             String[] data = {""};
             AgentProcess.awaitCondition("the successor writes", Duration.ofSeconds(30), () -> {
                 try {
-                    data[0] = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/data?raw")).build(),
+                    data[0] = HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/data?raw"))).build(),
                             HttpResponse.BodyHandlers.ofString()).body();
                     return data[0].startsWith(successorsMark);
                 } catch (Exception e) {

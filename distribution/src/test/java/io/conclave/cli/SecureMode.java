@@ -13,7 +13,8 @@ import java.util.List;
 
 /**
  * {@code -Dit.secure=true}: the suites built on {@link AutopilotProcessIT}'s harness (the leave flow, joins, the
- * enterprise policy example) and the reliability suite ({@link ReliabilityRun}) run their servers with mutual TLS on
+ * enterprise policy example), those on {@link ClusterProcessIT}'s (the leader-election example) and the reliability
+ * suite ({@link ReliabilityRun}) run their servers with mutual TLS on
  * the server port (certificates of a CA made for this JVM, all three {@code verify_*} on) and ACLs with
  * {@code default_policy} deny; their HTTP calls and every {@code conclave} command a test starts carry the management
  * token ({@code CONCLAVE_HTTP_TOKEN}). Off by default.
@@ -26,6 +27,24 @@ final class SecureMode {
     private static String config;
 
     private SecureMode() {
+    }
+
+    /** {@code request} with the management token in secure mode; as it is otherwise. */
+    static java.net.http.HttpRequest.Builder withToken(java.net.http.HttpRequest.Builder request) {
+        return on() ? request.header("X-Consul-Token", TOKEN) : request;
+    }
+
+    /** In secure mode, fails unless the agent at {@code httpPort} refuses a request without a token: the switch cannot be silently off. */
+    static void checkRefusesTokenless(int httpPort) throws Exception {
+        if (!on()) {
+            return;
+        }
+        java.net.http.HttpResponse<String> tokenless = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://127.0.0.1:" + httpPort + "/v1/kv/x")).timeout(Duration.ofSeconds(10)).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        if (tokenless.statusCode() != 403) {
+            throw new AssertionError("secure mode, yet a request without a token got " + tokenless.statusCode());
+        }
     }
 
     static boolean on() {

@@ -29,9 +29,19 @@ public final class LeaderElection {
     private final String base;
     private final String name;
 
+    /** The ACL token, from {@code CONSUL_HTTP_TOKEN} (else {@code CONCLAVE_HTTP_TOKEN}) as Consul's clients take it, or null. */
+    private final String token;
+
     LeaderElection(String address, String name) {
         this.base = "http://" + address;
         this.name = name;
+        String fromEnvironment = System.getenv("CONSUL_HTTP_TOKEN");
+        this.token = fromEnvironment != null && !fromEnvironment.isBlank() ? fromEnvironment : System.getenv("CONCLAVE_HTTP_TOKEN");
+    }
+
+    private HttpRequest.Builder request(String path) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10));
+        return token == null || token.isBlank() ? request : request.header("X-Consul-Token", token);
     }
 
     public static void main(String[] args) throws Exception {
@@ -80,7 +90,7 @@ public final class LeaderElection {
                     .getBytes(java.nio.charset.StandardCharsets.UTF_8));
             String txn = "[{\"KV\": {\"Verb\": \"check-index\", \"Key\": \"" + LOCK + "\", \"Index\": " + fence + "}},"
                     + " {\"KV\": {\"Verb\": \"set\", \"Key\": \"" + DATA + "\", \"Value\": \"" + value + "\"}}]";
-            HttpResponse<String> written = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/txn")).timeout(Duration.ofSeconds(10))
+            HttpResponse<String> written = http.send(request("/v1/txn")
                     .PUT(HttpRequest.BodyPublishers.ofString(txn)).build(), HttpResponse.BodyHandlers.ofString());
             if (written.statusCode() == 409) {
                 say("FENCED write refused: the lock is no longer at index " + fence + " (lockIndex=" + lockIndex + ")");
@@ -99,7 +109,7 @@ public final class LeaderElection {
 
     /** The answer's body; "" for a 404. */
     private String send(String method, String path, String body) throws Exception {
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10))
+        HttpResponse<String> response = http.send(request(path)
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body)).build(),
                 HttpResponse.BodyHandlers.ofString());
         if (response.statusCode() == 404) {
