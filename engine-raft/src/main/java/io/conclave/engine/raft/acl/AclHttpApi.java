@@ -267,18 +267,34 @@ public final class AclHttpApi implements HttpApi.Gate {
                 return;
             }
             AclStore.Policy policy = new AclStore.Policy(policyId, name, description, rules, null, 0, 0);
-            long cas = existing == null ? 0 : existing.modifyIndex();
-            writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.POLICY_PREFIX + policyId,
-                            policy.stored().encode().getBytes(StandardCharsets.UTF_8), 0, cas))
-                    .onSuccess(answer -> {
+            byte[] stored = policy.stored().encode().getBytes(StandardCharsets.UTF_8);
+            boolean named = existing == null || !existing.name().equals(name);
+            // a new name is claimed in the log, with the policy, by its guard entry: of two creates with one name on two
+            // servers, one wins; the name an update gives up is released after
+            Future<byte[]> written = named
+                    ? writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT_ONCE, AclStore.POLICY_PREFIX + policyId, stored, 0,
+                            KvCommand.NO_CAS, AclStore.POLICY_NAME_PREFIX + name))
+                    : writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.POLICY_PREFIX + policyId, stored, 0, existing.modifyIndex()));
+            AclStore.Policy previous = existing;
+            written.onSuccess(answer -> {
                         if (!isTrue(answer)) {
-                            HttpApi.error(request, 409, "the policy changed meanwhile: read it and try again");
+                            HttpApi.error(request, named ? 400 : 409, named ? "a policy named \"" + name + "\" already exists"
+                                    : "the policy changed meanwhile: read it and try again");
                             return;
+                        }
+                        if (previous != null && named) {
+                            releaseName(previous.name());
                         }
                         HttpApi.json(request, 200, policy.toJson());
                     })
                     .onFailure(error -> HttpApi.error(request, 500, "the policy was not written: " + error.getMessage()));
         });
+    }
+
+    /** Gives up a policy's name (its guard entry): another policy may take it. */
+    private Future<byte[]> releaseName(String name) {
+        return writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.POLICY_NAME_PREFIX + name, new byte[0], 0, KvCommand.NO_CAS))
+                .onFailure(error -> LOG.warn("the name of a deleted or renamed policy, {}, stays taken: {}", name, error.getMessage()));
     }
 
     private void deletePolicy(HttpServerRequest request) {
@@ -292,16 +308,17 @@ public final class AclHttpApi implements HttpApi.Gate {
             HttpApi.error(request, 404, "ACL not found: no policy " + id);
             return;
         }
-        delete(request, AclStore.POLICY_PREFIX + id, policy.get().modifyIndex());
+        delete(request, AclStore.POLICY_PREFIX + id, policy.get().modifyIndex(), () -> releaseName(policy.get().name()));
     }
 
-    private void delete(HttpServerRequest request, String key, long cas) {
+    private void delete(HttpServerRequest request, String key, long cas, Runnable then) {
         writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, key, new byte[0], 0, cas))
                 .onSuccess(answer -> {
                     if (!isTrue(answer)) {
                         HttpApi.error(request, 409, "it changed meanwhile: read it and try again");
                         return;
                     }
+                    then.run();
                     request.response().putHeader("Content-Type", "application/json").end("true");
                 })
                 .onFailure(error -> HttpApi.error(request, 500, "the deletion was not written: " + error.getMessage()));
@@ -433,7 +450,7 @@ public final class AclHttpApi implements HttpApi.Gate {
             HttpApi.error(request, 404, "ACL not found: no token " + accessor);
             return;
         }
-        delete(request, AclStore.TOKEN_PREFIX + accessor, token.get().modifyIndex());
+        delete(request, AclStore.TOKEN_PREFIX + accessor, token.get().modifyIndex(), () -> { });
     }
 
     // ---------------------------------------------------------------- input

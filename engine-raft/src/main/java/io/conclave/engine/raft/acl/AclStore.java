@@ -31,6 +31,8 @@ public final class AclStore {
 
     public static final String POLICY_PREFIX = "acl/policy/";
     public static final String TOKEN_PREFIX = "acl/token/";
+    /** A policy name's guard entry: holds the key of the policy that has the name (empty: free). */
+    public static final String POLICY_NAME_PREFIX = "acl/policy-name/";
     public static final String BOOTSTRAP_KEY = "acl/bootstrap";
     /** Consul's built-in policy that makes a token a management token. */
     public static final String GLOBAL_MANAGEMENT_ID = "00000000-0000-0000-0000-000000000001";

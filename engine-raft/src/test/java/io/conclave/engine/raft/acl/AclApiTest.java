@@ -207,4 +207,40 @@ class AclApiTest {
         assertEquals(tokens, new JsonArray(call("GET", "/v1/acl/tokens", null, INITIAL).body()).size());
         assertFalse(call("GET", "/v1/acl/policy/name/unique-name", null, INITIAL).body().isEmpty());
     }
+
+    @Test
+    void of_concurrent_creates_of_one_policy_name_exactly_one_wins_and_a_deleted_policys_name_is_free_again() throws Exception {
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+        try {
+            List<java.util.concurrent.Future<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                answers.add(pool.submit(() -> call("PUT", "/v1/acl/policy", "{\"Name\": \"raced\"}", INITIAL)));
+            }
+            int created = 0;
+            for (java.util.concurrent.Future<HttpResponse<String>> answer : answers) {
+                HttpResponse<String> response = answer.get();
+                if (response.statusCode() == 200) {
+                    created++;
+                } else {
+                    assertEquals(400, response.statusCode(), response.body());
+                    assertTrue(response.body().contains("already exists"), response.body());
+                }
+            }
+            assertEquals(1, created, "one policy per name");
+        } finally {
+            pool.shutdownNow();
+        }
+        long named = new JsonArray(call("GET", "/v1/acl/policies", null, INITIAL).body()).stream()
+                .filter(policy -> "raced".equals(((JsonObject) policy).getString("Name"))).count();
+        assertEquals(1, named);
+        String id = new JsonObject(call("GET", "/v1/acl/policy/name/raced", null, INITIAL).body()).getString("ID");
+        assertEquals("true", call("DELETE", "/v1/acl/policy/" + id, null, INITIAL).body().trim());
+        Await.until("the name is free again", () -> {
+            try {
+                return call("PUT", "/v1/acl/policy", "{\"Name\": \"raced\"}", INITIAL).statusCode() == 200;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
 }
