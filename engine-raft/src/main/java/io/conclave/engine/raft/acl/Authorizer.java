@@ -97,20 +97,22 @@ public final class Authorizer {
         if (management) {
             return true;
         }
-        if (!keyWrite(prefix)) {
-            return false;
-        }
+        return keyWrite(prefix) && !keyRuleUnder(prefix, access -> !access.allowsWrite());
+    }
+
+    /** Whether a key rule on {@code prefix} or on a longer name or prefix under it matches {@code test}. */
+    private boolean keyRuleUnder(String prefix, java.util.function.Predicate<Access> test) {
         for (TreeMap<String, Access> rules : List.of(exact.get(Resource.KEY), prefixes.get(Resource.KEY))) {
             for (Map.Entry<String, Access> entry : rules.tailMap(prefix, true).entrySet()) {
                 if (!entry.getKey().startsWith(prefix)) {
                     break;
                 }
-                if (!entry.getValue().allowsWrite()) {
-                    return false;
+                if (test.test(entry.getValue())) {
+                    return true;
                 }
             }
         }
-        return true;
+        return false;
     }
 
     /** Whether reading under {@code prefix} could leave out keys (some rule under it, or the default, refuses a read). */
@@ -118,20 +120,7 @@ public final class Authorizer {
         if (management) {
             return false;
         }
-        if (!keyRead(prefix)) {
-            return true;
-        }
-        for (TreeMap<String, Access> rules : List.of(exact.get(Resource.KEY), prefixes.get(Resource.KEY))) {
-            for (Map.Entry<String, Access> entry : rules.tailMap(prefix, true).entrySet()) {
-                if (!entry.getKey().startsWith(prefix)) {
-                    break;
-                }
-                if (!entry.getValue().allowsRead()) {
-                    return true;
-                }
-            }
-        }
-        return false;
+        return !keyRead(prefix) || keyRuleUnder(prefix, access -> !access.allowsRead());
     }
 
     public boolean agentRead(String node) {
