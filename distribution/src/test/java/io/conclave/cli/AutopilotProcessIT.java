@@ -147,6 +147,23 @@ class AutopilotProcessIT {
         }
     }
 
+    /**
+     * The leader all of {@code nodes} agree on, once it is not {@code stays} (the server clients write through): if
+     * {@code stays} leads, its leadership is handed over first.
+     */
+    Node awaitLeaderOtherThan(List<Node> nodes, Node stays) throws Exception {
+        Node leader = awaitLeader(nodes);
+        if (leader == stays) {
+            HttpResponse<String> transfer = call("POST", leader.http, "/v1/operator/raft/transfer-leader", null);
+            if (transfer.statusCode() != 200) {
+                throw new AssertionError("transfer-leader on " + stays.name + " answered " + transfer.statusCode() + ": " + transfer.body());
+            }
+            awaitLeader(nodes.stream().filter(node -> node != stays).toList());
+            leader = awaitLeader(nodes);
+        }
+        return leader;
+    }
+
     /** The leader all of {@code nodes} agree on, among them. */
     Node awaitLeader(List<Node> nodes) throws Exception {
         Node[] found = {null};

@@ -111,12 +111,7 @@ class LeaveGapBenchmark {
                 long warmupEnd = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(Integer.getInteger("leave.bench.warmup", 30));
                 AgentProcess.awaitCondition("the warm-up", java.time.Duration.ofMinutes(10), () -> System.nanoTime() > warmupEnd);
                 for (int run = 1; run <= runs; run++) {
-                    AutopilotProcessIT.Node leader = cluster.awaitLeader(nodes);
-                    if (leader == through) { // the writers' server stays: hand its leadership over first
-                        assertEquals(200, AutopilotProcessIT.call("POST", leader.http, "/v1/operator/raft/transfer-leader", null).statusCode());
-                        leader = cluster.awaitLeader(nodes.stream().filter(node -> node != through).toList());
-                        leader = cluster.awaitLeader(nodes);
-                    }
+                    AutopilotProcessIT.Node leader = cluster.awaitLeaderOtherThan(nodes, through); // the writers' server stays
                     AutopilotProcessIT.Node leaving = leader;
                     List<AutopilotProcessIT.Node> stay = nodes.stream().filter(node -> node != leaving).toList();
                     int throughMark = through.process.output().length();
