@@ -46,6 +46,12 @@ public final class ReliabilityClient {
     static final int OPS_PER_KEY = 120;
     static final int ACTIVE_KEYS = 4;
     static final Duration TIMEOUT = Duration.ofSeconds(3);
+    /**
+     * The last clients only read: a write to a server cut off from the others waits out its time-out, so a client that
+     * also writes soon waits on one, and without readers hardly a read would reach a deposed leader in the moments it
+     * still believes it leads (where a read served without confirming leadership is stale).
+     */
+    static final int READERS = 2;
 
     private final List<String> servers;
     private final PrintWriter history;
@@ -81,7 +87,8 @@ public final class ReliabilityClient {
         List<Thread> threads = new ArrayList<>();
         for (int c = 1; c <= clients; c++) {
             int id = c;
-            Thread thread = new Thread(() -> work(id), "client-" + c);
+            boolean reader = c > clients - READERS;
+            Thread thread = new Thread(() -> work(id, reader), (reader ? "reader-" : "client-") + c);
             thread.start();
             threads.add(thread);
         }
@@ -144,14 +151,14 @@ public final class ReliabilityClient {
         }
     }
 
-    private void work(int client) {
+    private void work(int client, boolean reader) {
         Random random = ThreadLocalRandom.current();
         int counter = 0;
         while (running.get()) {
             String key = pickKey(random);
             int server = random.nextInt(servers.size());
             String base = servers.get(server) + "/v1/kv/" + key;
-            int dice = random.nextInt(100);
+            int dice = random.nextInt(reader ? 35 : 100); // a reader: stale, default and consistent reads only
             if (dice < 8) { // a stale read, of any server: checked only for going back in time on one server
                 long invoked = System.nanoTime();
                 Answer answer = call(HttpRequest.newBuilder(URI.create(base + "?stale")).GET());

@@ -32,8 +32,11 @@ import java.util.stream.Collectors;
  * with the storage's power-loss hook, so that it loses what it had not synced, then a restart on its data), of one
  * server or of every server at once; SIGSTOP then
  * SIGCONT; a leadership transfer; a server isolated; a majority and a minority; a one-way cut; a follower isolated
- * for seconds and healed just as the leader loses power (its stale log stands for election); a slow, congested link
- * (delay and loss; {@link TestHosts#slow}); and once per run a
+ * for seconds and healed just as the leader loses power (its stale log stands for election); a minority of followers
+ * cut off for seconds, then the leader and the other followers losing power, the leader restarted first (it and the
+ * laggards are a quorum: the leader's own log must hold every acknowledged write); a slow, congested link
+ * (delay and loss by congestion; {@link TestHosts#slow}); a lossy link (packets lost at random and held, both ways;
+ * {@link TestHosts#lossy}); and once per run a
  * follower that leaves, is wiped, and joins again as a new server (autopilot's path). Then everything heals, the
  * clients stop, and the history is checked: linearizable per key (unknown outcomes may or may not have happened),
  * no acknowledged write lost, the same store on every server. Where namespaces cannot be made, the servers run on
@@ -41,8 +44,8 @@ import java.util.stream.Collectors;
  */
 final class ReliabilityRun {
 
-    /** One fault: when it started and ended (monotonic nanoseconds), and what it was. */
-    record Fault(long start, long end, String what) {
+    /** One fault: when it started and ended (monotonic nanoseconds), what it was, and the servers it restarted. */
+    record Fault(long start, long end, String what, Set<Integer> restarted) {
     }
 
     /** An operation as the report draws it: invoked, answered (-1: never), outcome, kind. */
@@ -104,7 +107,8 @@ final class ReliabilityRun {
     static final Map<String, Integer> FAULTS = Map.ofEntries(Map.entry("power-loss", 0), Map.entry("pause", 2),
             Map.entry("transfer", 3), Map.entry("isolate", 4), Map.entry("partition", 5), Map.entry("cut", 6), Map.entry("leave", 7),
             Map.entry("power-loss-all", 8), Map.entry("lagging-follower-leader-loss", 9), Map.entry("slow-link", 10),
-            Map.entry("pause-leader", 11));
+            Map.entry("pause-leader", 11), Map.entry("lossy-link", 12), Map.entry("minority-behind-leader-loss", 13),
+            Map.entry("slow-disk", 14));
     private static final int PAUSE_LEADER = 11;
 
     private List<Integer> onlyFaults = List.of();
@@ -246,7 +250,8 @@ final class ReliabilityRun {
                 + " \"server_stabilization_time\": \"2s\"}, \"log_level\": \"INFO\"}";
         Path file = dir.resolve(fresh ? "config-" + names[i] + ".json" : "config.json");
         Files.writeString(file, config);
-        List<String> jvm = List.of(PROPERTY_POWER_LOSS); // every kill -9 is a power loss: what was not synced is gone
+        // every kill -9 is a power loss: what was not synced is gone; and the disk can be made slow while it runs
+        List<String> jvm = List.of(PROPERTY_POWER_LOSS, "-Dconclave.test.syncStallFile=" + syncStall(i));
         String namespace = hosts != null ? hosts.namespace(i) : null;
         if (!unsafeBugs.isEmpty()) {
             servers[i] = AgentProcess.startUnsafe(namespace, unsafeBugs, dir, jvm, "agent", "-config-file", file.toString());
@@ -255,7 +260,27 @@ final class ReliabilityRun {
                     : AgentProcess.start(dir, jvm, "agent", "-config-file", file.toString());
         }
         stopped[i] = false;
+        restartedInFault.add(i);
     }
+
+    /** The file that, while it exists, makes server {@code i}'s every sync wait the milliseconds it holds. */
+    private Path syncStall(int i) {
+        return work.resolve("s" + i).resolve("sync-stall");
+    }
+
+    /** Server {@code i}'s disk made slow (each sync waits {@code millis} first), or fast again with 0. */
+    private void slowDisk(int i, int millis) throws IOException {
+        if (millis > 0) {
+            Path partial = syncStall(i).resolveSibling("sync-stall.tmp");
+            Files.writeString(partial, Integer.toString(millis));
+            Files.move(partial, syncStall(i), java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } else {
+            Files.deleteIfExists(syncStall(i));
+        }
+    }
+
+    /** The servers {@link #startServer} started during the fault being applied. */
+    private final Set<Integer> restartedInFault = new TreeSet<>();
 
     private void startClient() throws IOException {
         List<String> urls = new ArrayList<>();
@@ -265,7 +290,7 @@ final class ReliabilityRun {
         Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
                 "-Dit.secure=" + SecureMode.on(), // the clients carry the token in secure mode
-                "-cp", classes.toString(), "io.conclave.cli.ReliabilityClient", String.join(",", urls), "8",
+                "-cp", classes.toString(), "io.conclave.cli.ReliabilityClient", String.join(",", urls), "10",
                 work.resolve("history.tsv").toString()));
         if (hosts != null) {
             command = TestHosts.inside(hosts.hub(), command);
@@ -351,7 +376,13 @@ final class ReliabilityRun {
         if (leader > 0 && random.nextInt(5) < 2) {
             victim = leader; // the leader is the victim two times in five: its faults are the ones that test the most
         }
-        int choice = random.nextInt(hosts == null ? 5 : 11);
+        int choice = random.nextInt(hosts == null ? 6 : 14);
+        if (hosts == null && choice == 5) {
+            choice = 14; // the slow disk needs no namespaces
+        }
+        if (choice == 11) {
+            choice = 12; // pause-leader is chosen by name only: pause already hits the leader two times in five
+        }
         if (hosts == null && choice == 4) {
             choice = 8; // no network faults: the power loss of every server stays in the mix
         }
@@ -362,13 +393,14 @@ final class ReliabilityRun {
                 victim = leader > 0 ? leader : victim;
             }
         }
-        if (hosts == null && Set.of(4, 5, 6, 9, 10).contains(choice)) {
+        if (hosts == null && Set.of(4, 5, 6, 9, 10, 12, 13).contains(choice)) {
             choice = 0; // a network fault without namespaces: a power loss instead
         }
         if (choice == 7 && (rejoined || serverCount < 5)) {
             choice = onlyFaults.isEmpty() ? 0 : 2;
         }
         long start = System.nanoTime();
+        restartedInFault.clear();
         String what;
         switch (choice) {
             case 0, 1 -> {
@@ -417,6 +449,64 @@ final class ReliabilityRun {
                 sleep(2_000 + random.nextInt(4_000));
                 hosts.heal();
                 what = "slow link to s" + victim + " (" + kbits + " kbit/s, packets held up to " + latency + " ms, then dropped)";
+            }
+            case 14 -> {
+                int stall = 20 + random.nextInt(480);
+                slowDisk(victim, stall);
+                sleep(2_000 + random.nextInt(4_000));
+                slowDisk(victim, 0);
+                what = "slow disk on s" + victim + " (every sync waits " + stall + " ms)";
+            }
+            case 12 -> {
+                int percent = 5 + random.nextInt(26);
+                int delay = 20 + random.nextInt(81);
+                int jitter = random.nextInt(delay / 2 + 1);
+                hosts.lossy(victim, percent, delay, jitter, random.nextLong(), work.resolve("lossy-link.log"));
+                sleep(2_000 + random.nextInt(4_000));
+                String counted = hosts.heal();
+                what = "lossy link to s" + victim + " (" + percent + "% of packets lost each way, the others held " + delay + " ± " + jitter
+                        + " ms; " + counted + ")";
+            }
+            case 13 -> {
+                // a minority of followers falls behind while the leader's disk is slow; then the leader loses power and
+                // the other followers are cut off, still running: the leader's own log, with the laggards, decides
+                // what stays, and the others, which applied what the leader told them was committed, must agree
+                List<Integer> followers = new ArrayList<>();
+                for (int i = 1; i <= serverCount; i++) {
+                    if (i != leader) {
+                        followers.add(i);
+                    }
+                }
+                if (leader <= 0 || serverCount < 3) {
+                    what = "minority behind and leader power loss skipped: no leader known";
+                    break;
+                }
+                java.util.Collections.shuffle(followers, random);
+                List<Integer> behind = List.copyOf(followers.subList(0, (serverCount - 1) / 2));
+                List<Integer> ahead = List.copyOf(followers.subList(behind.size(), followers.size()));
+                int stall = 50 + random.nextInt(250); // the leader's disk is slow: its own sync is the last of the quorum's
+                slowDisk(leader, stall);
+                for (int lagging : behind) {
+                    hosts.isolate(lagging);
+                }
+                sleep(1_000 + random.nextInt(2_000));
+                servers[leader].process.destroyForcibly();
+                for (int i : ahead) {
+                    hosts.isolate(i);
+                }
+                servers[leader].process.waitFor(30, TimeUnit.SECONDS);
+                slowDisk(leader, 0);
+                hosts.healExcept(Set.copyOf(ahead));
+                sleep(200 + random.nextInt(800));
+                startServer(leader, false);
+                // the leader and the laggards are a quorum: they elect a leader and serve writes before the others return
+                boolean served = acknowledgedWriteAfter(System.nanoTime(), Duration.ofSeconds(30));
+                hosts.heal();
+                String list = ahead.stream().map(String::valueOf).collect(Collectors.joining(", s"));
+                what = "s" + behind.stream().map(String::valueOf).collect(Collectors.joining(", s")) + " isolated and the leader s" + leader
+                        + "'s disk slow (" + stall + " ms a sync), then the leader lost power and s" + list + " were cut off; the leader"
+                        + " restarted" + (served ? " and served a write with the laggards" : " (no write served within 30 s)")
+                        + ", then s" + list + " reconnected";
             }
             case 9 -> { // a follower falls behind, then comes back just as the leader dies: a stale log stands for election
                 int lagging = victim == leader || leader <= 0 ? 1 + (victim % serverCount) : victim;
@@ -468,7 +558,44 @@ final class ReliabilityRun {
                 }
             }
         }
-        result.faults.add(new Fault(start, System.nanoTime(), what));
+        result.faults.add(new Fault(start, System.nanoTime(), what, Set.copyOf(restartedInFault)));
+    }
+
+    /**
+     * Whether a client write is acknowledged after {@code since} (the clients' clock: both are CLOCK_MONOTONIC), within
+     * the deadline; reads only what the history gains from now on (an hour's history is large).
+     */
+    private boolean acknowledgedWriteAfter(long since, Duration deadline) throws IOException, InterruptedException {
+        long end = System.nanoTime() + deadline.toNanos();
+        try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(work.resolve("history.tsv"))) {
+            long offset = file.size();
+            StringBuilder pending = new StringBuilder();
+            java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(1 << 16);
+            while (System.nanoTime() < end) {
+                buffer.clear();
+                int n = file.read(buffer, offset);
+                if (n <= 0) {
+                    Thread.sleep(100); // the history grows as the clients answer
+                    continue;
+                }
+                offset += n;
+                pending.append(new String(buffer.array(), 0, n, StandardCharsets.ISO_8859_1)); // the fields tested are ASCII
+                int newline;
+                while ((newline = pending.indexOf("\n")) >= 0) {
+                    String[] f = pending.substring(0, newline).split("\t", -1);
+                    pending.delete(0, newline + 1);
+                    try {
+                        if (f.length > 9 && f[0].equals("op") && f[9].equals("ok") && !f[2].equals("GET") && !f[2].equals("STALE")
+                                && Long.parseLong(f[7]) > since) {
+                            return true;
+                        }
+                    } catch (NumberFormatException e) {
+                        // the tail of a line being written when this began
+                    }
+                }
+            }
+        }
+        return false;
     }
 
     /** The server the clients last saw as the leader (from the history's last {@code leader} line), or 0. */
@@ -502,6 +629,7 @@ final class ReliabilityRun {
             hosts.heal();
         }
         for (int i = 1; i <= serverCount; i++) {
+            slowDisk(i, 0);
             signal(i, "CONT");
             if (!servers[i].process.isAlive()) {
                 startServer(i, false);
@@ -612,10 +740,7 @@ final class ReliabilityRun {
 
     /** Whether a fault restarted server {@code server} (a power loss, a leave and join) during [from, to]. */
     private boolean restartedBetween(int server, long from, long to) {
-        return result.faults.stream().anyMatch(fault -> fault.start() <= to && fault.end() >= from
-                && (fault.what().startsWith("power loss of s" + server + " ") || fault.what().startsWith("power loss of every")
-                || fault.what().contains("the leader s" + server + " lost power")
-                || fault.what().startsWith("s" + server + " left") || fault.what().startsWith("s" + server + " asked to leave")));
+        return result.faults.stream().anyMatch(fault -> fault.start() <= to && fault.end() >= from && fault.restarted().contains(server));
     }
 
     private void checkHistory(List<ClientOp> history, Map<String, String> finalValues) {

@@ -2,6 +2,7 @@ package io.conclave.cli;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -108,6 +109,9 @@ final class TestHosts implements AutoCloseable {
 
     /** Drops what server {@code from} sends to server {@code to}. */
     synchronized void cut(int from, int to) throws IOException {
+        if (lossy != null) {
+            throw new IllegalStateException("no cut while a lossy link is up (one fault at a time)");
+        }
         if (cuts.add(from + ">" + to)) {
             run(List.of("ip", "-n", namespace(from), "route", "add", "blackhole", address(to) + "/32"));
         }
@@ -135,8 +139,25 @@ final class TestHosts implements AutoCloseable {
         }
     }
 
-    /** Removes every cut and slow link. */
-    synchronized void heal() throws IOException {
+    /** Removes every cut between two servers of which neither is in {@code stillIsolated}. */
+    synchronized void healExcept(Set<Integer> stillIsolated) throws IOException {
+        for (java.util.Iterator<String> it = cuts.iterator(); it.hasNext(); ) {
+            String[] ends = it.next().split(">");
+            int from = Integer.parseInt(ends[0]);
+            int to = Integer.parseInt(ends[1]);
+            if (!stillIsolated.contains(from) && !stillIsolated.contains(to)) {
+                run(List.of("ip", "-n", namespace(from), "route", "del", "blackhole", address(to) + "/32"));
+                it.remove();
+            }
+        }
+    }
+
+    /**
+     * Removes every cut, slow link and lossy link; returns what a lossy link counted ({@code relayed N dropped M}),
+     * or an empty string if there was none.
+     */
+    synchronized String heal() throws IOException {
+        String counted = lossy == null ? "" : healLossy();
         for (String cut : cuts) {
             String[] ends = cut.split(">");
             run(List.of("ip", "-n", namespace(Integer.parseInt(ends[0])), "route", "del", "blackhole",
@@ -148,7 +169,106 @@ final class TestHosts implements AutoCloseable {
             run(List.of("ip", "netns", "exec", hub(), "tc", "qdisc", "del", "dev", prefix + "h" + server, "root"));
         }
         slowed.clear();
+        return counted;
     }
+
+    /**
+     * A lossy link for {@code server}, both ways, to the other servers and to the hub: a {@link LossyLink} in the hub
+     * namespace relays the server's packets between two TUN devices, one moved into the server's namespace, dropping
+     * each with probability {@code lossPercent}/100 and holding the others {@code delayMillis ± jitterMillis} — a
+     * userspace stand-in for {@code tc netem}, which this kernel lacks. The server's packets to every other host are
+     * routed through its device; the others' packets to it go to the hub (as a router), which routes them through
+     * the other device. Removed by {@link #heal}; not combined with cuts or slow links (one fault at a time).
+     */
+    synchronized void lossy(int server, double lossPercent, int delayMillis, int jitterMillis, long seed, Path log) throws IOException {
+        if (lossy != null || !cuts.isEmpty() || !slowed.isEmpty()) {
+            throw new IllegalStateException("a lossy link is made on healed hosts only (cuts " + cuts + ", slow " + slowed + ", lossy "
+                    + lossyServer + ")");
+        }
+        String inServer = prefix + "la" + server;
+        String inHub = prefix + "lb" + server;
+        Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
+        List<String> relay = inside(hub(), List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx64m",
+                "--add-modules", "jdk.incubator.foreign", "--enable-native-access=ALL-UNNAMED", "-cp", classes.toString(),
+                "io.conclave.cli.LossyLink", inServer, inHub, Double.toString(lossPercent), Integer.toString(delayMillis),
+                Integer.toString(jitterMillis), Long.toString(seed)));
+        Process process = new ProcessBuilder(relay).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        lossy = process;
+        lossyServer = server;
+        lossyOutput = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        try {
+            java.util.concurrent.CompletableFuture<String> ready = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return lossyOutput.readLine();
+                } catch (IOException e) {
+                    return "unreadable: " + e;
+                }
+            });
+            String line = ready.get(30, TimeUnit.SECONDS);
+            if (!"ready".equals(line)) {
+                throw new IOException("the lossy link for s" + server + " did not start (" + line + "); see " + log);
+            }
+            String me = address(server);
+            run(List.of("ip", "-n", hub(), "link", "set", inServer, "netns", namespace(server)));
+            run(List.of("ip", "-n", namespace(server), "link", "set", inServer, "up"));
+            run(List.of("ip", "-n", hub(), "link", "set", inHub, "up"));
+            run(List.of("ip", "netns", "exec", hub(), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"));
+            run(List.of("ip", "-n", hub(), "route", "add", me + "/32", "dev", inHub));
+            run(List.of("ip", "-n", namespace(server), "route", "add", hubAddress() + "/32", "dev", inServer, "src", me));
+            for (int other = 1; other <= servers; other++) {
+                if (other != server) {
+                    run(List.of("ip", "-n", namespace(server), "route", "add", address(other) + "/32", "dev", inServer, "src", me));
+                    run(List.of("ip", "-n", namespace(other), "route", "add", me + "/32", "via", hubAddress()));
+                }
+            }
+        } catch (IOException | RuntimeException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            healLossy();
+            throw e instanceof IOException io ? io : new IOException("the lossy link for s" + server + " could not be made: " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            healLossy();
+            throw new IOException("interrupted", e);
+        }
+    }
+
+    /** The lossy link's routes removed, then the relay stopped (its devices go with it); what it counted. */
+    private String healLossy() throws IOException {
+        int server = lossyServer;
+        Process process = lossy;
+        lossy = null;
+        IOException failed = null;
+        for (int other = 1; other <= servers; other++) { // the others' routes first: theirs outlive the devices
+            if (other != server) {
+                try {
+                    run(List.of("ip", "-n", namespace(other), "route", "del", address(server) + "/32", "via", hubAddress()));
+                } catch (IOException e) {
+                    failed = failed == null ? e : failed; // not made yet, if the link failed part way
+                }
+            }
+        }
+        process.getOutputStream().close(); // the relay ends when its input closes; its devices and their routes go with it
+        String counted = "";
+        try {
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+            for (String line = lossyOutput.readLine(); line != null; line = lossyOutput.readLine()) {
+                if (line.startsWith("relayed ")) {
+                    counted = line;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (counted.isEmpty() && failed != null) {
+            throw failed;
+        }
+        return counted;
+    }
+
+    private Process lossy;
+    private int lossyServer;
+    private java.io.BufferedReader lossyOutput;
 
     /**
      * A slow, congested link between {@code server} and the bridge, both ways: a token bucket ({@code tc tbf}) of
@@ -173,6 +293,9 @@ final class TestHosts implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        if (lossy != null) {
+            lossy.destroyForcibly();
+        }
         removeLeftovers(prefix);
     }
 

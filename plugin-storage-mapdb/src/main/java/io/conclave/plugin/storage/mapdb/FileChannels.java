@@ -21,6 +21,14 @@ final class FileChannels {
      */
     static volatile boolean holdUnsynced = Boolean.getBoolean("conclave.test.unsyncedWritesLost");
 
+    /**
+     * Test runs only ({@code -Dconclave.test.syncStallFile=PATH}, which the reliability suite gives its servers): while
+     * that file exists, every {@link #force} first waits the milliseconds written in it — a slow disk that the suite
+     * turns on and off in a running server. Off (no such property), this costs one null check per sync.
+     */
+    private static final Path SYNC_STALL = System.getProperty("conclave.test.syncStallFile") == null ? null
+            : Path.of(System.getProperty("conclave.test.syncStallFile"));
+
     private record Held(long position, ByteBuffer bytes) {
     }
 
@@ -59,6 +67,9 @@ final class FileChannels {
 
     /** Syncs what was written to {@code channel} (with {@code metaData}, its size and times too), as {@link FileChannel#force}. */
     static void force(FileChannel channel, boolean metaData) throws IOException {
+        if (SYNC_STALL != null) {
+            stall();
+        }
         List<Held> held;
         synchronized (HELD) {
             held = HELD.remove(channel);
@@ -73,6 +84,21 @@ final class FileChannels {
             }
         }
         channel.force(metaData);
+    }
+
+    /** The wait {@link #SYNC_STALL} asks for, if its file exists and holds a number of milliseconds. */
+    private static void stall() {
+        long millis;
+        try {
+            millis = Long.parseLong(java.nio.file.Files.readString(SYNC_STALL).trim());
+        } catch (IOException | NumberFormatException e) {
+            return; // no stall asked for (or the file half written): sync at once
+        }
+        try {
+            Thread.sleep(Math.max(0, Math.min(millis, 10_000)));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the sync itself still happens: a stop waits for it
+        }
     }
 
     /** Syncs a folder, so that the files created, renamed or deleted in it stay so after a crash. */
