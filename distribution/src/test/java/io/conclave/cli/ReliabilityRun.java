@@ -194,7 +194,7 @@ final class ReliabilityRun {
             }
             healEverything();
             long healed = System.nanoTime();
-            if (!awaitAcknowledgedWriteAfter(healed, Duration.ofSeconds(30))) {
+            if (!acknowledgedWriteAfter(healed, Duration.ofSeconds(30))) {
                 result.problems.add("the cluster did not recover: no write was acknowledged within 30 s after every fault was healed");
             }
             sleep(4_000); // the clients write on a while on the healed cluster
@@ -339,25 +339,6 @@ final class ReliabilityRun {
                 return false;
             }
         });
-    }
-
-    /** Whether a client write was acknowledged after {@code since} (the clients' clock: both are CLOCK_MONOTONIC), within the deadline. */
-    private boolean awaitAcknowledgedWriteAfter(long since, Duration deadline) throws InterruptedException {
-        long end = System.nanoTime() + deadline.toNanos();
-        while (System.nanoTime() < end) {
-            try {
-                for (String line : Files.readAllLines(work.resolve("history.tsv"), StandardCharsets.UTF_8)) {
-                    String[] f = line.split("\t", -1);
-                    if (f.length > 9 && f[0].equals("op") && f[9].equals("ok") && !f[2].equals("GET") && !f[2].equals("STALE") && Long.parseLong(f[7]) > since) {
-                        return true;
-                    }
-                }
-            } catch (IOException | RuntimeException e) {
-                // a line being written: look again
-            }
-            Thread.sleep(250); // the history is read whole: not too often
-        }
-        return false;
     }
 
     private void signal(int server, String signal) {

@@ -15,7 +15,8 @@ import java.util.concurrent.TimeUnit;
  * these namespaces only (the machine's own network is never touched). Network faults are routes: a blackhole route in
  * server A's namespace to server B's address drops what A sends to B — a one-way cut (over TCP, which needs both ways,
  * it stops A's connections to B and B's to A alike, as a one-way packet loss does); a cut both ways between two sides
- * is a partition; a slow link is a token bucket on both ends of a server's veth ({@link #slow}); clients in the hub
+ * is a partition; a slow link is a token bucket on both ends of a server's veth ({@link #slow}); a lossy link routes
+ * a server's packets through a userspace relay that drops and holds them at random ({@link #lossy}); clients in the hub
  * always reach every server, as Jepsen's do. All is created by {@link #create} and
  * removed by {@link #close}, namespaces left by a killed earlier run first.
  */
