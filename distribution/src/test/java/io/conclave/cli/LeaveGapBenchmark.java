@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The leader's hand-over, measured: five servers from the distribution (gossip, MapDB), four closed-loop writers (one
+ * The leader's hand-over, measured: five servers (or {@code -Dleave.bench.servers=N}) from the distribution (gossip, MapDB), four closed-loop writers (one
  * write in flight each) through a server that stays; the leader runs {@code leave}; the longest gap between two
  * acknowledged writes around it, the failed writes, the term's rise, and where the time went (from the servers' logs:
  * the leave request, the transfer's start, the election won, the writers' server learning the new leader, the
@@ -87,6 +87,7 @@ class LeaveGapBenchmark {
     @org.junit.jupiter.api.Timeout(value = 30, unit = java.util.concurrent.TimeUnit.MINUTES) // a benchmark, outside the normal build
     void leader_leave_gap(@TempDir Path work) throws Exception {
         int runs = Integer.getInteger("leave.bench.runs", 10);
+        int servers = Integer.getInteger("leave.bench.servers", 5);
         AutopilotProcessIT cluster = new AutopilotProcessIT();
         StringBuilder report = new StringBuilder("run  gap_ms  no_leave_gap_ms  failed  term+  leave>transfer  transfer>won"
                 + "  won>writers_server_knows  won>removed  |  gap: last_ack>transfer  transfer>campaign  campaign>won  won>first_ack\n");
@@ -103,7 +104,7 @@ class LeaveGapBenchmark {
         System.setProperty(AgentProcess.EXTRA_JVM_OPTIONS, "-Xlog:gc:file=" + work.resolve("gc-%p.log") + " "
                 + System.getProperty("leave.bench.jvm", ""));
         try {
-            List<AutopilotProcessIT.Node> nodes = cluster.cluster(work, 5, "");
+            List<AutopilotProcessIT.Node> nodes = cluster.cluster(work, servers, "");
             AutopilotProcessIT.Node through = nodes.get(0);
             try (AutopilotProcessIT.Writers writers = new AutopilotProcessIT.Writers(4, through.http)) {
                 writers.awaitMore(0);
@@ -122,7 +123,7 @@ class LeaveGapBenchmark {
                     assertEquals(200, AutopilotProcessIT.call("PUT", leaving.http, "/v1/agent/leave", null).statusCode());
                     assertEquals(0, leaving.process.awaitExit(java.time.Duration.ofSeconds(60)));
                     AutopilotProcessIT.Node successor = cluster.awaitLeader(stay);
-                    cluster.awaitVoters(successor, 4);
+                    cluster.awaitVoters(successor, servers - 1);
                     long end = System.nanoTime();
                     writers.awaitMore(writers.acknowledged.get());
                     List<Long> acks = new ArrayList<>(writers.ackTimes);
@@ -173,7 +174,7 @@ class LeaveGapBenchmark {
                             phase[5], phase[6], phase[7]));
                     Files.writeString(work.resolve("run-" + run + "-leaver.log"), leaverLog);
                     cluster.start(work, leaving); // back on its data for the next run, with the JIT as in production
-                    cluster.awaitVoters(successor, 5);
+                    cluster.awaitVoters(successor, servers);
                 }
                 writers.close();
                 writers.assertNoneLost(through.http);
@@ -182,7 +183,7 @@ class LeaveGapBenchmark {
             cluster.closeAll();
             System.clearProperty(AgentProcess.EXTRA_JVM_OPTIONS);
         }
-        report.append(gcPauses(work)).append("servers' extra JVM options: ").append(System.getProperty("leave.bench.jvm", "none"))
+        report.append(servers).append(" servers; ").append(gcPauses(work)).append("servers' extra JVM options: ").append(System.getProperty("leave.bench.jvm", "none"))
                 .append('\n');
         report.append(String.format("median gap %d ms (all: %s); without a leave, over windows as long just before: median %d ms"
                         + " (all: %s); term rose by exactly one in %d of %d runs; %d failed writes;"
