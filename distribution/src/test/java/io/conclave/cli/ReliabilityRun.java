@@ -341,6 +341,16 @@ final class ReliabilityRun {
         });
     }
 
+    /**
+     * How long a follower is left behind before the leader dies: longer than a client's time-out. A write sent to an
+     * isolated server waits out that time-out, and every client picks its server at random, so in a shorter window most
+     * clients are stuck on the laggards and hardly a write is acknowledged without them: the laggards then miss nothing
+     * acknowledged, and a stale log elected (GRANT_VOTE_WITHOUT_LOG_CHECK) lost nothing a client could see.
+     */
+    private static long laggingMillis(Random random) {
+        return ReliabilityClient.TIMEOUT.toMillis() + 1_500 + random.nextInt(2_500);
+    }
+
     private void signal(int server, String signal) {
         try {
             TestHosts.run(List.of("kill", "-" + signal, Long.toString(servers[server].process.pid())));
@@ -470,7 +480,7 @@ final class ReliabilityRun {
                 for (int lagging : behind) {
                     hosts.isolate(lagging);
                 }
-                sleep(1_000 + random.nextInt(2_000));
+                sleep(laggingMillis(random));
                 servers[leader].process.destroyForcibly();
                 for (int i : ahead) {
                     hosts.isolate(i);
@@ -496,7 +506,7 @@ final class ReliabilityRun {
                     break;
                 }
                 hosts.isolate(lagging);
-                sleep(2_000 + random.nextInt(3_000));
+                sleep(laggingMillis(random));
                 servers[leader].process.destroyForcibly();
                 hosts.heal();
                 servers[leader].process.waitFor(30, TimeUnit.SECONDS);
