@@ -37,7 +37,7 @@ class ReliabilityMutantRuns {
                 Arguments.of("VOTE_NEVER_PERSISTED", "power-loss,power-loss-all"),
                 Arguments.of("VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED", "power-loss,power-loss-all"),
                 Arguments.of("READ_BEFORE_OWN_TERM_COMMIT", "power-loss,transfer,isolate"),
-                Arguments.of("HEARTBEAT_COMMIT_NOT_CAPPED", "lagging-follower-leader-loss,partition"),
+                Arguments.of("HEARTBEAT_COMMIT_NOT_CAPPED", "isolated-leader-loss"),
                 Arguments.of("COMMIT_OLD_TERM_ENTRIES", "lagging-follower-leader-loss,minority-behind-leader-loss,partition"),
                 Arguments.of("ANSWER_NOT_APPLIED_BEFORE_COMMIT", "isolate,partition,power-loss"));
         String only = System.getProperty("reliability.mutant", "").strip();
