@@ -31,6 +31,7 @@ class LossyLinkIT {
     private static final String PREFIX = "cvlos";
     private static final int PORT = 7;
     private static final int PROBES = 300;
+    private static final String LISTENING = "listening";
 
     @Test
     @Timeout(180)
@@ -47,6 +48,7 @@ class LossyLinkIT {
             Process echo = new ProcessBuilder(TestHosts.inside(hosts.namespace(1), java("echo", Integer.toString(PORT))))
                     .redirectErrorStream(true).redirectOutput(work.resolve("echo.log").toFile()).start();
             try {
+                awaitListening(work.resolve("echo.log"), echo);
                 Result direct = probe(hosts, hosts.hub(), hosts.address(1));
                 assertEquals(PROBES, direct.answered, "the direct path loses nothing: " + direct);
 
@@ -75,6 +77,23 @@ class LossyLinkIT {
             } finally {
                 echo.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    /**
+     * Waits until the echo process has bound its port: a probe sent before that is answered by "port unreachable",
+     * and a JVM started on a busy machine may take seconds to get there.
+     */
+    private static void awaitListening(Path log, Process echo) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!(Files.exists(log) && Files.readString(log).contains(LISTENING))) {
+            if (!echo.isAlive()) {
+                throw new AssertionError("the echo process ended with " + echo.exitValue() + ": " + Files.readString(log));
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the echo process did not listen within 60 s: " + Files.readString(log));
+            }
+            echo.waitFor(20, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -113,6 +132,8 @@ class LossyLinkIT {
         public static void main(String[] args) throws IOException {
             if (args[0].equals("echo")) {
                 try (DatagramSocket socket = new DatagramSocket(Integer.parseInt(args[1]))) {
+                    System.out.println(LISTENING);
+                    System.out.flush();
                     DatagramPacket packet = new DatagramPacket(new byte[64], 64);
                     while (true) {
                         socket.receive(packet);
