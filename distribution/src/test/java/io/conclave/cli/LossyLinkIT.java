@@ -126,7 +126,8 @@ class LossyLinkIT {
 
     /**
      * Run inside a namespace: {@code echo PORT} answers every UDP datagram; {@code ping ADDRESS PORT COUNT} sends
-     * {@code COUNT} numbered datagrams 5 ms apart and prints how many came back, the fastest and the median round trip.
+     * {@code COUNT} numbered datagrams 5 ms apart, waits for the answers up to 3 s after the last, and prints how many came
+     * back, the fastest and the median round trip.
      */
     static final class Probe {
         public static void main(String[] args) throws IOException {
@@ -149,11 +150,11 @@ class LossyLinkIT {
                 socket.setSoTimeout(5);
                 DatagramPacket answer = new DatagramPacket(new byte[64], 64);
                 long deadline = 0;
-                for (int i = 0; i < count || System.nanoTime() < deadline; i++) {
+                for (int i = 0; i < count || (System.nanoTime() < deadline && trips.size() < count); i++) {
                     if (i < count) {
                         sent[i] = System.nanoTime();
                         socket.send(new DatagramPacket(ByteBuffer.allocate(4).putInt(i).array(), 4, target));
-                        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1); // the last answers may be held
+                        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); // the last answers may be held, or this JVM stalled
                     }
                     try {
                         while (true) {

@@ -41,7 +41,7 @@ class ClusterRpcTest {
     @BeforeEach
     void start() {
         vertx = Vertx.vertx();
-        client = GrpcClient.client(vertx, new GrpcClientOptions().setTimeout(300).setTimeoutUnit(TimeUnit.MILLISECONDS)
+        client = GrpcClient.client(vertx, new GrpcClientOptions().setTimeout(2_000).setTimeoutUnit(TimeUnit.MILLISECONDS)
                 .setScheduleDeadlineAutomatically(true));
     }
 
@@ -86,7 +86,9 @@ class ClusterRpcTest {
         // vertx-grpc ends a call past its deadline as CANCELLED (the client cancels the stream)
         assertTrue(unanswered.toString().contains("CANCELLED") || unanswered.toString().contains("DEADLINE_EXCEEDED"),
                 unanswered.toString());
-        assertEquals(1, received.get(), "the write reached the leader: its outcome is unknown");
+        // the handler runs on another event loop: the write reached it, though perhaps not yet counted
+        Await.until("the write reached the leader: its outcome is unknown", () -> received.get() == 1);
+        assertEquals(1, received.get(), "the write reached the leader once");
         assertFalse(KvHttpApi.certainlyNotApplied(new OutcomeUnknownException("sent, then lost")));
         assertFalse(KvHttpApi.certainlyNotApplied(new RefusedException(Refusal.OVERLOADED, null, null)), "overload is not retried");
         Await.result(silent.close());
