@@ -230,6 +230,13 @@ public final class RaftNode {
         }
         removalActedStored = removalActed == null ? 0 : java.nio.ByteBuffer.wrap(removalActed).getLong();
         core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), removalActedStored, snapshot, entries);
+        if (snapshot != null || !entries.isEmpty() || storage.stable().currentTerm() > 0) {
+            LogEntry last = entries.isEmpty() ? null : entries.get(entries.size() - 1);
+            LOG.info("{}: restored from storage: term {}, vote {}, log up to index {} of term {}, snapshot at {}", id,
+                    storage.stable().currentTerm(), storage.stable().votedFor(),
+                    last != null ? last.index() : snapshot != null ? snapshot.lastIndex() : 0,
+                    last != null ? last.term() : snapshot != null ? snapshot.lastTerm() : 0, snapshot != null ? snapshot.lastIndex() : 0);
+        }
         if (storage.stable().get(STATELESS_KEY) != null) {
             core.markStateless();
             stateless = true;
