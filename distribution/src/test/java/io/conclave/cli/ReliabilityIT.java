@@ -61,7 +61,7 @@ class ReliabilityIT {
     }
 
     private static String replay(long seed) {
-        return "  replay the nemesis: mvn -B -pl distribution verify -Dit.test=ReliabilityIT -Dreliability.seed=" + seed
+        return "  replay the nemesis: mvn -B -pl distribution -am verify -Dit.test=ReliabilityIT -Dreliability.seed=" + seed
                 + (unsafeBugs().isEmpty() ? "" : " -Dreliability.unsafeBugs=" + unsafeBugs())
                 + (faults().isEmpty() ? "" : " -Dreliability.faults=" + faults())
                 + " -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false";

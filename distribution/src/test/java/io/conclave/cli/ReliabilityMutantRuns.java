@@ -36,7 +36,7 @@ class ReliabilityMutantRuns {
                 Arguments.of("GRANT_VOTE_WITHOUT_LOG_CHECK", "lagging-follower-leader-loss,minority-behind-leader-loss"),
                 Arguments.of("VOTE_NEVER_PERSISTED", "power-loss,power-loss-all"),
                 Arguments.of("VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED", "power-loss,power-loss-all"),
-                Arguments.of("READ_BEFORE_OWN_TERM_COMMIT", "power-loss,transfer,isolate"),
+                Arguments.of("READ_BEFORE_OWN_TERM_COMMIT", "minority-behind-leader-loss"),
                 Arguments.of("HEARTBEAT_COMMIT_NOT_CAPPED", "isolated-leader-loss"),
                 Arguments.of("COMMIT_OLD_TERM_ENTRIES", "lagging-follower-leader-loss,minority-behind-leader-loss,partition"),
                 Arguments.of("ANSWER_NOT_APPLIED_BEFORE_COMMIT", "isolate,partition,power-loss"));
@@ -70,7 +70,7 @@ class ReliabilityMutantRuns {
             tried.append("\n  seed ").append(seed).append(": passed every check; report ").append(result.report);
         }
         throw new AssertionError("the deliberate bug " + bug + " went unnoticed by " + ATTEMPTS + " runs with faults " + faults + ":" + tried
-                + "\n  replay one: mvn -B -pl distribution verify -Dit.test=ReliabilityIT -Dreliability.unsafeBugs=" + bug
+                + "\n  replay one: mvn -B -pl distribution -am verify -Dit.test=ReliabilityIT -Dreliability.unsafeBugs=" + bug
                 + " -Dreliability.faults=" + faults + " -Dreliability.seed=SEED -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false");
     }
 }

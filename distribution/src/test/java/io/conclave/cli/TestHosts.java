@@ -108,6 +108,19 @@ final class TestHosts implements AutoCloseable {
         return all;
     }
 
+    /**
+     * Destroys every TCP socket left in server {@code server}'s namespace ({@code ss -K}): once its process is
+     * killed, the kernel would otherwise go on sending what the process had written, as a machine that lost power does
+     * not. Only for a server whose process is gone: its live connections would be cut too.
+     */
+    void dropSockets(int server) throws IOException {
+        run(List.of("ip", "netns", "exec", namespace(server), "ss", "-K", "-t", "-a"));
+        String left = run(List.of("ip", "netns", "exec", namespace(server), "ss", "-t", "-a", "-H", "exclude", "time-wait")).strip();
+        if (!left.isEmpty()) { // a kernel without CONFIG_INET_DIAG_DESTROY: the power loss would not be one
+            throw new IOException("ss -K left sockets in " + namespace(server) + ": " + left);
+        }
+    }
+
     /** Drops what server {@code from} sends to server {@code to}. */
     synchronized void cut(int from, int to) throws IOException {
         if (lossy != null) {
