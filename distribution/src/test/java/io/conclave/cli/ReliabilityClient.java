@@ -108,6 +108,7 @@ public final class ReliabilityClient {
             switch (words[0]) {
                 case "transfer" -> say("transfer " + transfer());
                 case "leave" -> say("leave " + leave(Integer.parseInt(words[1])));
+                case "leader-of" -> say("leader-of " + words[1] + " " + leaderOf(Integer.parseInt(words[1])));
                 case "stop" -> {
                     running.set(false);
                     for (Thread thread : threads) {
@@ -332,6 +333,21 @@ public final class ReliabilityClient {
             }
         }
         return null;
+    }
+
+    /** The leader server {@code server} (1-based) names, or {@code -} when it names none or does not answer within 300 ms. */
+    private String leaderOf(int server) {
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(servers.get(server - 1) + "/v1/status/leader"))
+                    .timeout(Duration.ofMillis(300)).build(), HttpResponse.BodyHandlers.ofString());
+            String leader = response.body().replace("\"", "").trim();
+            return response.statusCode() == 200 && !leader.isEmpty() ? leader : "-";
+        } catch (IOException e) {
+            return "-";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "-";
+        }
     }
 
     /** The HTTP base of the server whose Raft address is {@code raft} (servers differ by IP address). */

@@ -34,7 +34,7 @@ class ReliabilityMutantRuns {
         Stream<Arguments> all = Stream.of(
                 Arguments.of("READ_WITHOUT_HEARTBEAT_ROUND", "isolate"),
                 Arguments.of("GRANT_VOTE_WITHOUT_LOG_CHECK", "lagging-follower-leader-loss,minority-behind-leader-loss"),
-                Arguments.of("VOTE_NEVER_PERSISTED", "power-loss,power-loss-all"),
+                Arguments.of("VOTE_NEVER_PERSISTED", "voters-lose-power"),
                 Arguments.of("VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED", "power-loss,power-loss-all"),
                 Arguments.of("READ_BEFORE_OWN_TERM_COMMIT", "minority-behind-leader-loss"),
                 Arguments.of("HEARTBEAT_COMMIT_NOT_CAPPED", "isolated-leader-loss"),

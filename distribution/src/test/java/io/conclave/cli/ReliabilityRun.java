@@ -34,7 +34,9 @@ import java.util.stream.Collectors;
  * SIGCONT; a leadership transfer; a server isolated; a majority and a minority; a one-way cut; a follower isolated
  * for seconds and healed just as the leader loses power (its stale log stands for election); a minority of followers
  * cut off for seconds, then the leader and the other followers losing power, the leader restarted first (it and the
- * laggards are a quorum: the leader's own log must hold every acknowledged write); a slow, congested link
+ * laggards are a quorum: the leader's own log must hold every acknowledged write); a bare quorum cut off from the
+ * leader that elects one of its own, whose voters lose power before its first entry is durable on them, and the
+ * servers of the old term campaign in the new leader's term (a vote must be durable); a slow, congested link
  * (delay and loss by congestion; {@link TestHosts#slow}); a lossy link (packets lost at random and held, both ways;
  * {@link TestHosts#lossy}); and once per run a
  * follower that leaves, is wiped, and joins again as a new server (autopilot's path). Then everything heals, the
@@ -108,7 +110,7 @@ final class ReliabilityRun {
             Map.entry("transfer", 3), Map.entry("isolate", 4), Map.entry("partition", 5), Map.entry("cut", 6), Map.entry("leave", 7),
             Map.entry("power-loss-all", 8), Map.entry("lagging-follower-leader-loss", 9), Map.entry("slow-link", 10),
             Map.entry("pause-leader", 11), Map.entry("lossy-link", 12), Map.entry("minority-behind-leader-loss", 13),
-            Map.entry("slow-disk", 14), Map.entry("isolated-leader-loss", 15));
+            Map.entry("slow-disk", 14), Map.entry("isolated-leader-loss", 15), Map.entry("voters-lose-power", 16));
     private static final int PAUSE_LEADER = 11;
 
     private List<Integer> onlyFaults = List.of();
@@ -270,9 +272,14 @@ final class ReliabilityRun {
 
     /** Server {@code i}'s disk made slow (each sync waits {@code millis} first), or fast again with 0. */
     private void slowDisk(int i, int millis) throws IOException {
+        slowDisk(i, millis, false);
+    }
+
+    /** {@link #slowDisk(int, int)}, for the log's syncs only when {@code logOnly}: votes are then synced at once. */
+    private void slowDisk(int i, int millis, boolean logOnly) throws IOException {
         if (millis > 0) {
             Path partial = syncStall(i).resolveSibling("sync-stall.tmp");
-            Files.writeString(partial, Integer.toString(millis));
+            Files.writeString(partial, millis + (logOnly ? " log" : ""));
             Files.move(partial, syncStall(i), java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         } else {
             Files.deleteIfExists(syncStall(i));
@@ -376,6 +383,9 @@ final class ReliabilityRun {
             // the isolated leader's power loss
             choice = 15;
         }
+        if (choice == 1) {
+            choice = 16; // the power loss's second slot: the voters' power loss (without namespaces, a power loss below)
+        }
         if (hosts == null && choice == 4) {
             choice = 8; // no network faults: the power loss of every server stays in the mix
         }
@@ -386,7 +396,7 @@ final class ReliabilityRun {
                 victim = leader > 0 ? leader : victim;
             }
         }
-        if (hosts == null && Set.of(4, 5, 6, 9, 10, 12, 13, 15).contains(choice)) {
+        if (hosts == null && Set.of(4, 5, 6, 9, 10, 12, 13, 15, 16).contains(choice)) {
             choice = 0; // a network fault without namespaces: a power loss instead
         }
         if (choice == 7 && (rejoined || serverCount < 5)) {
@@ -396,7 +406,7 @@ final class ReliabilityRun {
         restartedInFault.clear();
         String what;
         switch (choice) {
-            case 0, 1 -> {
+            case 0 -> {
                 powerLoss(victim);
                 sleep(500 + random.nextInt(2_500));
                 startServer(victim, false);
@@ -460,6 +470,62 @@ final class ReliabilityRun {
                 sleep(500 + random.nextInt(1_000));
                 hosts.heal();
                 what = "the leader s" + leader + " isolated for " + cutOff + " ms, then it lost power, restarted on its data and was reconnected";
+            }
+            case 16 -> {
+                // a bare quorum without the leader elects one of its own; their logs' syncs are slow (votes are not), so
+                // that the new leader's first entries are not yet durable on its voters when they lose power. They come
+                // back in its term, having voted in it, and the servers of the old term campaign in that same term: a
+                // vote is durable before it is sent, or one term has two leaders, and the one cut off keeps entries that
+                // match the other's in index and term but not in content
+                if (leader <= 0 || hosts == null) {
+                    what = "voters' power loss skipped: " + (hosts == null ? "no namespaces" : "no leader known");
+                    break;
+                }
+                List<Integer> followers = new ArrayList<>();
+                for (int i = 1; i <= serverCount; i++) {
+                    if (i != leader) {
+                        followers.add(i);
+                    }
+                }
+                java.util.Collections.shuffle(followers, random);
+                List<Integer> quorum = List.copyOf(followers.subList(0, serverCount / 2 + 1));
+                Set<Integer> minority = new TreeSet<>();
+                for (int i = 1; i <= serverCount; i++) {
+                    if (!quorum.contains(i)) {
+                        minority.add(i);
+                    }
+                }
+                hosts.partition(minority);
+                for (int member : quorum) {
+                    slowDisk(member, VOTERS_STALL_MILLIS, true);
+                }
+                int elected = electedAmong(quorum, Duration.ofSeconds(15));
+                if (elected == 0) {
+                    for (int member : quorum) {
+                        slowDisk(member, 0);
+                    }
+                    hosts.heal();
+                    what = "s" + quorum + " cut off from " + minority + " with slow log syncs: no leader among them within 15 s (healed)";
+                    break;
+                }
+                slowDisk(elected, 0);
+                List<Integer> voters = quorum.stream().filter(member -> member != elected).toList();
+                for (int voter : voters) {
+                    powerLoss(voter);
+                    slowDisk(voter, 0);
+                }
+                hosts.isolate(elected); // the new leader alone; the others together
+                hosts.healExcept(Set.of(elected));
+                for (int voter : voters) {
+                    startServer(voter, false);
+                }
+                boolean served = acknowledgedWriteAfter(System.nanoTime(), Duration.ofSeconds(30));
+                sleep(1_000 + random.nextInt(2_000));
+                hosts.heal();
+                what = "s" + quorum.stream().map(String::valueOf).collect(Collectors.joining(", s")) + " (log syncs slow, " + VOTERS_STALL_MILLIS
+                        + " ms each) cut off from " + minority + "; they elected s" + elected + ", whose voters s"
+                        + voters.stream().map(String::valueOf).collect(Collectors.joining(", s")) + " then lost power; s" + elected
+                        + " was cut off and the others, reconnected, " + (served ? "served a write" : "served no write within 30 s") + "; then all healed";
             }
             case 14 -> {
                 int stall = 20 + random.nextInt(480);
@@ -582,6 +648,31 @@ final class ReliabilityRun {
             }
         }
         result.faults.add(new Fault(start, System.nanoTime(), what, Set.copyOf(restartedInFault)));
+    }
+
+    /**
+     * How slow the log syncs of {@code voters-lose-power}'s quorum are: the window in which its voters lose the new
+     * leader's first entries, longer than it takes to see the leader elected.
+     */
+    private static final int VOTERS_STALL_MILLIS = 1_500;
+
+    /**
+     * The server of {@code candidates} that names itself leader, asked through the clients' host every 50 ms until the
+     * deadline; 0 if none did.
+     */
+    private int electedAmong(List<Integer> candidates, Duration deadline) throws Exception {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (System.nanoTime() < end) {
+            for (int candidate : candidates) {
+                send("leader-of " + candidate);
+                String answer = awaitReply("leader-of " + candidate + " ", Duration.ofSeconds(5));
+                if (answer.endsWith(" " + address(candidate) + ":" + port(candidate, 18300))) {
+                    return candidate;
+                }
+            }
+            sleep(50);
+        }
+        return 0;
     }
 
     /**

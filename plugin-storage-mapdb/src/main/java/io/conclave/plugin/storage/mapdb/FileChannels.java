@@ -24,7 +24,8 @@ final class FileChannels {
     /**
      * Test runs only ({@code -Dconclave.test.syncStallFile=PATH}, which the reliability suite gives its servers): while
      * that file exists, every {@link #force} first waits the milliseconds written in it — a slow disk that the suite
-     * turns on and off in a running server. Off (no such property), this costs one null check per sync.
+     * turns on and off in a running server; {@code MILLIS log} slows the log's syncs only ({@link #forceLog}), so that
+     * votes stay quick while appended entries wait. Off (no such property), this costs one null check per sync.
      */
     private static final Path SYNC_STALL = System.getProperty("conclave.test.syncStallFile") == null ? null
             : Path.of(System.getProperty("conclave.test.syncStallFile"));
@@ -67,8 +68,17 @@ final class FileChannels {
 
     /** Syncs what was written to {@code channel} (with {@code metaData}, its size and times too), as {@link FileChannel#force}. */
     static void force(FileChannel channel, boolean metaData) throws IOException {
+        force(channel, metaData, false);
+    }
+
+    /** {@link #force} for the log's files: the only syncs a {@code MILLIS log} stall slows. */
+    static void forceLog(FileChannel channel, boolean metaData) throws IOException {
+        force(channel, metaData, true);
+    }
+
+    private static void force(FileChannel channel, boolean metaData, boolean log) throws IOException {
         if (SYNC_STALL != null) {
-            stall();
+            stall(log);
         }
         List<Held> held;
         synchronized (HELD) {
@@ -87,10 +97,14 @@ final class FileChannels {
     }
 
     /** The wait {@link #SYNC_STALL} asks for, if its file exists and holds a number of milliseconds. */
-    private static void stall() {
+    private static void stall(boolean log) {
         long millis;
         try {
-            millis = Long.parseLong(java.nio.file.Files.readString(SYNC_STALL).trim());
+            String[] asked = java.nio.file.Files.readString(SYNC_STALL).trim().split("\\s+");
+            if (asked.length > 1 && asked[1].equals("log") && !log) {
+                return; // the log's syncs only
+            }
+            millis = Long.parseLong(asked[0]);
         } catch (IOException | NumberFormatException e) {
             return; // no stall asked for (or the file half written): sync at once
         }

@@ -177,7 +177,7 @@ final class SegmentedLog implements AutoCloseable {
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
             FileChannels.writeFully(channel, buffer, 0);
-            FileChannels.force(channel, true);
+            FileChannels.forceLog(channel, true);
         }
         Files.move(temporary, indexFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     }
@@ -276,7 +276,7 @@ final class SegmentedLog implements AutoCloseable {
             if (point != null) {
                 point.beforeSync();
             }
-            FileChannels.force(activeChannel, false);
+            FileChannels.forceLog(activeChannel, false);
             active.sizeBytes = position;
             active.last = batch.get(batch.size() - 1).index();
         } catch (IOException e) {
@@ -310,7 +310,7 @@ final class SegmentedLog implements AutoCloseable {
             if (active.count() == 0) {
                 deleteSegment(active); // an empty active segment at the wrong index: replace it
             } else {
-                FileChannels.force(activeChannel, true);
+                FileChannels.forceLog(activeChannel, true);
                 activeChannel.close();
                 writeIndex(active, active.offsets); // before the rename: a sealed segment always has its index
                 Path sealed = folder.resolve(name(active.first) + "-" + name(active.last) + SEALED_SUFFIX);
@@ -332,7 +332,7 @@ final class SegmentedLog implements AutoCloseable {
 
     private static void writeSegmentHeader(FileChannel channel, long firstIndex) throws IOException {
         FileChannels.writeFully(channel, segmentHeader(firstIndex, FORMAT_VERSION), 0);
-        FileChannels.force(channel, true);
+        FileChannels.forceLog(channel, true);
     }
 
     /** Deletes every entry from {@code fromIndex} on; durable on return. */
@@ -351,7 +351,7 @@ final class SegmentedLog implements AutoCloseable {
             long keep = fromIndex - active.first;
             long cut = keep <= 0 ? SEGMENT_HEADER_BYTES : active.offsets[(int) keep];
             activeChannel.truncate(cut);
-            FileChannels.force(activeChannel, true);
+            FileChannels.forceLog(activeChannel, true);
             active.sizeBytes = cut;
             active.last = Math.max(fromIndex, active.first) - 1;
         } catch (IOException e) {
@@ -683,7 +683,7 @@ final class SegmentedLog implements AutoCloseable {
         LOG.warn("{}: cut {} bytes at offset {} after record {} ({}): an append that was never acknowledged, cut short by a crash",
                 segment.file, size - position, position, segment.first + count - 1, what);
         channel.truncate(position);
-        FileChannels.force(channel, true);
+        FileChannels.forceLog(channel, true);
         return finish(segment, offsets, count);
     }
 
