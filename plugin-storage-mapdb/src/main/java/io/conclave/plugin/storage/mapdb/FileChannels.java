@@ -96,22 +96,32 @@ final class FileChannels {
         channel.force(metaData);
     }
 
-    /** The wait {@link #SYNC_STALL} asks for, if its file exists and holds a number of milliseconds. */
+    /** The wait {@link #SYNC_STALL} asks of this sync, if any. */
     private static void stall(boolean log) {
-        long millis;
-        try {
-            String[] asked = java.nio.file.Files.readString(SYNC_STALL).trim().split("\\s+");
-            if (asked.length > 1 && asked[1].equals("log") && !log) {
-                return; // the log's syncs only
-            }
-            millis = Long.parseLong(asked[0]);
-        } catch (IOException | NumberFormatException e) {
-            return; // no stall asked for (or the file half written): sync at once
+        long millis = stallMillis(SYNC_STALL, log);
+        if (millis == 0) {
+            return;
         }
         try {
-            Thread.sleep(Math.max(0, Math.min(millis, 10_000)));
+            Thread.sleep(millis);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // the sync itself still happens: a stop waits for it
+        }
+    }
+
+    /**
+     * The milliseconds a stall file asks a sync to wait (at most 10 s): {@code MILLIS} for every sync, {@code MILLIS log}
+     * for the log's only; 0 without the file, or while it is half written.
+     */
+    static long stallMillis(Path file, boolean logSync) {
+        try {
+            String[] asked = java.nio.file.Files.readString(file).trim().split("\\s+");
+            if (asked.length > 1 && asked[1].equals("log") && !logSync) {
+                return 0;
+            }
+            return Math.max(0, Math.min(Long.parseLong(asked[0]), 10_000));
+        } catch (IOException | NumberFormatException e) {
+            return 0;
         }
     }
 

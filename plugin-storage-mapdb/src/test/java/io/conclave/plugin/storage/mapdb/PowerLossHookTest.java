@@ -63,4 +63,21 @@ class PowerLossHookTest {
             reopened.close();
         }
     }
+
+    @Test
+    void the_sync_stall_file_slows_every_sync_or_the_logs_only() throws Exception {
+        Path stall = folder.resolve("sync-stall");
+        assertEquals(0, FileChannels.stallMillis(stall, true), "no file: no stall");
+        Files.writeString(stall, "250");
+        assertEquals(250, FileChannels.stallMillis(stall, true));
+        assertEquals(250, FileChannels.stallMillis(stall, false));
+        Files.writeString(stall, "250 log");
+        assertEquals(250, FileChannels.stallMillis(stall, true), "the log's syncs wait");
+        assertEquals(0, FileChannels.stallMillis(stall, false), "the vote's and term's do not");
+        Files.writeString(stall, "9999999");
+        assertEquals(10_000, FileChannels.stallMillis(stall, false), "capped at 10 s");
+        Files.writeString(stall, "25");
+        Files.writeString(stall, "");
+        assertEquals(0, FileChannels.stallMillis(stall, false), "half written: no stall");
+    }
 }
