@@ -30,7 +30,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * voter already had — after refusing a stale candidate of that term — and shows only if a third candidate then asks
  * for the same term after the voter's power loss ({@code voters-lose-power}'s voters learn the term from the vote
  * itself, so their vote is persisted with it); {@code COMMIT_OLD_TERM_ENTRIES} needs the thesis's figure 3.7, three
- * leaders in turn with an old entry replicated in between; {@code ANSWER_NOT_APPLIED_BEFORE_COMMIT} answers "not
+ * leaders in turn, the third replicating an old entry to a follower without its own first entry — but a new leader's
+ * first append carries its no-op with whatever old entries the follower lacks, in one message unless they exceed the
+ * append's byte limit, which this workload's small values never do; {@code ANSWER_NOT_APPLIED_BEFORE_COMMIT} answers "not
  * applied" to a write its server then retries on the next leader, and shows only when the replaced entry is committed
  * after all and the retry lands before the five-second retry deadline, or when that answer reaches a client within
  * its three-second time-out.
