@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -151,9 +152,9 @@ public final class ReliabilityClient {
 
     // ---------------------------------------------------------------- the workload
 
-    private record Answer(int status, String body, String outcome, String index) {
+    private record Answer(int status, String body, String outcome, String index, String knownLeader, String lastContact) {
         Answer(int status, String body, String outcome) {
-            this(status, body, outcome, null);
+            this(status, body, outcome, null, null, null);
         }
     }
 
@@ -247,7 +248,9 @@ public final class ReliabilityClient {
             if (response.statusCode() == 503 || (response.statusCode() == 500 && body.startsWith("No cluster leader here"))) {
                 return new Answer(response.statusCode(), body, "fail"); // refused before it was proposed
             }
-            return new Answer(response.statusCode(), body, "ok", response.headers().firstValue("X-Consul-Index").orElse(null));
+            return new Answer(response.statusCode(), body, "ok", response.headers().firstValue("X-Consul-Index").orElse(null),
+                    response.headers().firstValue("X-Consul-KnownLeader").orElse(null),
+                    response.headers().firstValue("X-Consul-LastContact").orElse(null));
         } catch (HttpConnectTimeoutException | ConnectException e) {
             return new Answer(0, e.toString(), "fail"); // never reached the server
         } catch (IOException e) {
@@ -392,27 +395,90 @@ public final class ReliabilityClient {
      * Waits (up to {@code deadlineSeconds}) until every server answers the whole store, stale, the same; records that
      * state's digest per server; then reads every key used, consistently, into the history.
      */
+    /**
+     * What one server says of itself at the end: its Raft state (from {@code /v1/agent/self}), and its {@code ?stale}
+     * store with the query meta headers that say whether the store can be trusted.
+     */
+    private record ServerEnd(String id, String name, String state, String term, String last, String commit, String applied,
+                             String store, String knownLeader, String lastContact) {
+        String describe(String membership) {
+            return String.join(" ", "name=" + name, "id=" + id, "membership=" + membership, "state=" + state, "term=" + term,
+                    "last=" + last, "commit=" + commit, "applied=" + applied, "knownLeader=" + knownLeader,
+                    "lastContact=" + lastContact + "ms");
+        }
+    }
+
+    private ServerEnd serverEnd(String server) throws Exception {
+        Answer self = call(HttpRequest.newBuilder(URI.create(server + "/v1/agent/self")).GET());
+        Answer read = call(HttpRequest.newBuilder(URI.create(server + "/v1/kv/jepsen/?recurse&stale")).GET());
+        boolean selfOk = self.outcome.equals("ok") && self.status == 200;
+        boolean readOk = read.outcome.equals("ok") && (read.status == 200 || read.status == 404);
+        return new ServerEnd(selfOk ? field(self.body, "\"NodeID\"\\s*:\\s*\"([^\"]*)\"") : null,
+                selfOk ? field(self.body, "\"NodeName\"\\s*:\\s*\"([^\"]*)\"") : null,
+                selfOk ? field(self.body, "\"state\"\\s*:\\s*\"([^\"]*)\"") : "unreachable",
+                selfOk ? field(self.body, "\"term\"\\s*:\\s*\"([^\"]*)\"") : "?",
+                selfOk ? field(self.body, "\"last_log_index\"\\s*:\\s*\"([^\"]*)\"") : "?",
+                selfOk ? field(self.body, "\"commit_index\"\\s*:\\s*\"([^\"]*)\"") : "?",
+                selfOk ? field(self.body, "\"applied_index\"\\s*:\\s*\"([^\"]*)\"") : "?",
+                readOk ? digest(read.status + " " + read.body) : null, read.knownLeader, read.lastContact);
+    }
+
+    /**
+     * The final configuration, as the leader holds it: node ID to "voter" or "nonvoter" ({@code null} while no server
+     * leads, or the leader does not answer). The leader is the server that says so with the highest term.
+     */
+    private Map<String, String> finalConfiguration(List<ServerEnd> ends) {
+        int leader = -1;
+        for (int i = 0; i < ends.size(); i++) {
+            ServerEnd end = ends.get(i);
+            if ("Leader".equals(end.state()) && (leader < 0 || Long.parseLong(end.term()) > Long.parseLong(ends.get(leader).term()))) {
+                leader = i;
+            }
+        }
+        if (leader < 0) {
+            return null;
+        }
+        Answer answer = call(HttpRequest.newBuilder(URI.create(servers.get(leader) + "/v1/operator/raft/configuration?stale")).GET());
+        if (!answer.outcome.equals("ok") || answer.status != 200) {
+            return null;
+        }
+        Map<String, String> members = new java.util.TreeMap<>();
+        Matcher server = Pattern.compile("\\{[^{}]*\"ID\"\\s*:\\s*\"([^\"]*)\"[^{}]*\\}").matcher(answer.body);
+        while (server.find()) {
+            members.put(server.group(1), server.group().matches("(?s).*\"Voter\"\\s*:\\s*true.*") ? "voter" : "nonvoter");
+        }
+        return members;
+    }
+
+    /**
+     * Waits until the end is sound, then records it: every server in the final configuration holds the same store, and
+     * every server outside it answers {@code ?stale} reads with {@code X-Consul-KnownLeader: false} (its store is no
+     * member's, and it must say so). Records a {@code server} line per server (membership, Raft state, indexes, the query
+     * meta headers and the store's digest) and a {@code state} line per server; then reads every key used (consistent).
+     */
     private String finish(long deadlineSeconds) throws Exception {
         long end = System.nanoTime() + deadlineSeconds * 1_000_000_000L;
-        List<String> bodies = new ArrayList<>();
+        List<ServerEnd> ends = new ArrayList<>();
+        Map<String, String> members;
+        String problem;
         while (true) {
-            bodies.clear();
+            ends.clear();
             for (String server : servers) {
-                Answer answer = call(HttpRequest.newBuilder(URI.create(server + "/v1/kv/jepsen/?recurse&stale")).GET());
-                bodies.add(answer.outcome.equals("ok") && (answer.status == 200 || answer.status == 404)
-                        ? answer.status + " " + answer.body : null);
+                ends.add(serverEnd(server));
             }
-            if (!bodies.contains(null) && bodies.stream().distinct().count() == 1) {
-                break;
-            }
-            if (System.nanoTime() > end) {
+            members = finalConfiguration(ends);
+            problem = unsound(ends, members);
+            if (problem == null || System.nanoTime() > end) {
                 break;
             }
             Thread.sleep(200);
         }
         for (int i = 0; i < servers.size(); i++) {
-            String body = bodies.get(i);
-            record(String.join("\t", "state", Integer.toString(i + 1), body == null ? "unreachable" : digest(body)));
+            ServerEnd server = ends.get(i);
+            String membership = members == null || server.id() == null ? "unknown" : members.getOrDefault(server.id(), "none");
+            record(String.join("\t", "server", Integer.toString(i + 1), text(server.describe(membership)),
+                    server.store() == null ? "unreachable" : server.store()));
+            record(String.join("\t", "state", Integer.toString(i + 1), server.store() == null ? "unreachable" : server.store()));
         }
         long readsEnd = System.nanoTime() + 60_000_000_000L; // all the final reads: at most a minute
         for (String key : used) {
@@ -434,7 +500,31 @@ public final class ReliabilityClient {
             }
         }
         history.flush();
-        return bodies.stream().distinct().count() == 1 && !bodies.contains(null) ? "identical" : "diverged";
+        return problem == null ? "identical" : "unsound: " + problem;
+    }
+
+    /** What is wrong with the end, or {@code null}: no leader, a member's store that differs, a non-member that claims a leader. */
+    private static String unsound(List<ServerEnd> ends, Map<String, String> members) {
+        if (members == null) {
+            return "no server leads, or the leader does not give its configuration";
+        }
+        java.util.Set<String> memberStores = new java.util.LinkedHashSet<>();
+        for (int i = 0; i < ends.size(); i++) {
+            ServerEnd server = ends.get(i);
+            if (server.id() == null || server.store() == null) {
+                return "s" + (i + 1) + " does not answer";
+            }
+            if (members.containsKey(server.id())) {
+                memberStores.add(server.store());
+            } else if (!"false".equals(server.knownLeader())) {
+                return "s" + (i + 1) + " (" + server.name() + ") is outside the configuration yet answers ?stale with"
+                        + " X-Consul-KnownLeader: " + server.knownLeader();
+            }
+        }
+        if (memberStores.size() != 1) {
+            return "the servers of the final configuration hold " + memberStores.size() + " different stores";
+        }
+        return null;
     }
 
     private static String digest(String body) throws Exception {

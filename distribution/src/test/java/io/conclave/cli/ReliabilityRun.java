@@ -63,6 +63,8 @@ final class ReliabilityRun {
         final List<long[]> leaderChanges = new ArrayList<>();
         final List<String> leaders = new ArrayList<>();
         final Map<String, Integer> outcomes = new LinkedHashMap<>();
+        /** Each server at the final check: membership, Raft state and indexes, query meta, store digest. */
+        final List<String> serverEnds = new ArrayList<>();
         int keys;
         int staleReadsCompared;
         long started;
@@ -114,22 +116,38 @@ final class ReliabilityRun {
     private static final int PAUSE_LEADER = 11;
 
     private List<Integer> onlyFaults = List.of();
+    private List<Integer> sequence = List.of();
+    private int sequenceDone;
 
     /** Only the faults named (see {@link #FAULTS}); an unknown name is refused, naming the known ones. */
     ReliabilityRun onlyFaults(String names) {
+        onlyFaults = faultsNamed(names, "reliability.faults");
+        return this;
+    }
+
+    /**
+     * The faults named, in that order, each once, and then none (the clients go on to the end of the run): a sequence
+     * replayed as it was seen ({@code -Dreliability.sequence=leave,voters-lose-power}); the seed still picks victims and
+     * timings. Empty: the nemesis chooses at random.
+     */
+    ReliabilityRun sequence(String names) {
+        sequence = faultsNamed(names, "reliability.sequence");
+        return this;
+    }
+
+    private static List<Integer> faultsNamed(String names, String property) {
         List<Integer> chosen = new ArrayList<>();
         for (String name : names.split(",")) {
             if (!name.isBlank()) {
                 Integer choice = FAULTS.get(name.strip());
                 if (choice == null) {
-                    throw new IllegalArgumentException("unknown fault '" + name.strip() + "' in reliability.faults; known: "
+                    throw new IllegalArgumentException("unknown fault '" + name.strip() + "' in " + property + "; known: "
                             + new TreeSet<>(FAULTS.keySet()));
                 }
                 chosen.add(choice);
             }
         }
-        onlyFaults = List.copyOf(chosen);
-        return this;
+        return List.copyOf(chosen);
     }
 
     ReliabilityRun(long seed, int servers, Duration duration, Path work) {
@@ -391,6 +409,16 @@ final class ReliabilityRun {
         }
         if (!onlyFaults.isEmpty()) { // -Dreliability.faults: only those
             choice = onlyFaults.get(random.nextInt(onlyFaults.size()));
+            if (choice == PAUSE_LEADER) {
+                choice = 2;
+                victim = leader > 0 ? leader : victim;
+            }
+        }
+        if (!sequence.isEmpty()) { // -Dreliability.sequence: those, in order, then nothing
+            if (sequenceDone >= sequence.size()) {
+                return;
+            }
+            choice = sequence.get(sequenceDone++);
             if (choice == PAUSE_LEADER) {
                 choice = 2;
                 victim = leader > 0 ? leader : victim;
@@ -771,7 +799,7 @@ final class ReliabilityRun {
         Thread.sleep(millis); // the nemesis's pacing: how long a fault lasts, not a wait for a condition
     }
 
-    private static void deleteTree(Path root) throws IOException {
+    static void deleteTree(Path root) throws IOException {
         if (!Files.exists(root)) {
             return;
         }
@@ -792,7 +820,7 @@ final class ReliabilityRun {
         result.keys = (int) history.stream().map(op -> op.key).distinct().count();
         checkStaleReads();
         if (!verdict.equals("final identical")) {
-            result.problems.add("the servers did not converge on one store: " + states);
+            result.problems.add("the servers did not converge on one store (" + verdict.substring("final ".length()) + "): " + states);
         }
         checkHistory(history, finalValues);
     }
@@ -827,6 +855,7 @@ final class ReliabilityRun {
                     result.leaderChanges.add(new long[] {Long.parseLong(f[1]), index});
                 }
                 case "state" -> states.add(f[1] + " " + f[2]);
+                case "server" -> result.serverEnds.add("s" + f[1] + " " + untext(f[2]) + " store=" + f[3]);
                 case "unread" -> result.problems.add("no consistent read of " + f[1] + " succeeded at the end (within a minute)");
                 default -> { }
             }
@@ -987,6 +1016,10 @@ final class ReliabilityRun {
         }
         text.append("  leader changes: ").append(Math.max(0, result.leaderChanges.size() - 1)).append('\n');
         text.append("  stale reads compared for going back in time: ").append(result.staleReadsCompared).append('\n');
+        if (!result.serverEnds.isEmpty()) {
+            text.append("  servers at the final check:\n");
+            result.serverEnds.forEach(line -> text.append("    ").append(line).append('\n'));
+        }
         if (!result.networkNote.isEmpty()) {
             text.append("  ").append(result.networkNote).append('\n');
         }

@@ -245,13 +245,17 @@ public final class KvHttpApi {
      * Consul's query meta headers: {@code X-Consul-KnownLeader} (whether this server knows a leader) and
      * {@code X-Consul-LastContact} (milliseconds since it last heard from the leader; 0 on the leader), by which a
      * client of a {@code stale} read judges how stale it may be (consul-template's {@code max_stale} retries a
-     * consistent read past its bound).
+     * consistent read past its bound). A server that is no member of the configuration it holds (removed, or joining
+     * and not yet added) knows no leader whose state it keeps, whatever it heard; one that never heard from a leader has
+     * been without one since it started, so its last contact grows from then, as Consul's does from its zero time.
      */
     static java.util.Map<String, String> queryMeta(io.conclave.engine.raft.runtime.RaftNode.Status status, long nowNanos) {
         boolean leader = status.role() == io.conclave.engine.raft.core.Role.LEADER;
-        long lastContact = leader || status.lastLeaderContact() == io.conclave.engine.raft.runtime.RaftNode.NEVER ? 0
-                : Math.max(0, (nowNanos - status.lastLeaderContact()) / 1_000_000);
-        boolean known = status.leaderId() != null && status.role() != io.conclave.engine.raft.core.Role.SHUTDOWN;
+        long since = status.lastLeaderContact() == io.conclave.engine.raft.runtime.RaftNode.NEVER ? status.startedNanos()
+                : status.lastLeaderContact();
+        long lastContact = leader ? 0 : Math.max(0, (nowNanos - since) / 1_000_000);
+        boolean known = leader || (status.leaderId() != null && status.member()
+                && status.role() != io.conclave.engine.raft.core.Role.SHUTDOWN);
         return java.util.Map.of("X-Consul-KnownLeader", Boolean.toString(known), "X-Consul-LastContact", Long.toString(lastContact));
     }
 

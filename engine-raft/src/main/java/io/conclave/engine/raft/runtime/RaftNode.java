@@ -134,7 +134,8 @@ public final class RaftNode {
     private volatile ClusterConfiguration configurationSnapshot = ClusterConfiguration.EMPTY;
     /** Every server address seen in a configuration: a removed server still gets the commit of its removal. */
     private final Map<String, String> knownAddresses = new java.util.concurrent.ConcurrentHashMap<>();
-    private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0, NEVER);
+    private final long startedNanos = System.nanoTime();
+    private volatile Status status = new Status(Role.FOLLOWER, 0, null, 0, 0, 0, NEVER, false, startedNanos);
     /** {@link System#nanoTime()} when a message of the current leader last arrived, or {@link #NEVER}. */
     private long lastLeaderContact = NEVER;
 
@@ -160,9 +161,14 @@ public final class RaftNode {
      *
      * @param lastLeaderContact {@link System#nanoTime()} when a message from the leader last arrived at this
      *                          follower ({@code last_contact} in Consul's stats), or {@link #NEVER}
+     * @param member            whether the latest configuration this server holds includes it: a server that was
+     *                          removed, or that joins and has not yet received the configuration adding it, is not a
+     *                          member, and its state is no member's
+     * @param startedNanos      {@link System#nanoTime()} when the node started: a server that never heard from a leader
+     *                          has been without one since then
      */
     public record Status(Role role, long term, String leaderId, long lastIndex, long commitIndex, long appliedIndex,
-                         long lastLeaderContact) {
+                         long lastLeaderContact, boolean member, long startedNanos) {
     }
 
     private RaftNode(String id, Vertx vertx, RaftCore core, Storage storage, StateMachine stateMachine, Transport transport,
@@ -883,7 +889,7 @@ public final class RaftNode {
             }
             String leaderBefore = status.leaderId();
             status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
-                    lastLeaderContact);
+                    lastLeaderContact, core.configuration().contains(id), startedNanos);
             if (!leaderWaiters.isEmpty() && core.leaderId() != null && !core.leaderId().equals(leaderBefore)) {
                 List<Promise<Void>> waiting = new ArrayList<>(leaderWaiters);
                 leaderWaiters.clear();
@@ -1102,7 +1108,7 @@ public final class RaftNode {
         }
         failAllWaiting("storage failed (" + cause.getMessage() + ")");
         status = new Status(Role.SHUTDOWN, status.term(), null, status.lastIndex(), status.commitIndex(), status.appliedIndex(),
-                status.lastLeaderContact());
+                status.lastLeaderContact(), status.member(), startedNanos);
         failure.tryComplete(cause);
     }
 

@@ -48,8 +48,16 @@ import org.slf4j.LoggerFactory;
 public final class GrpcRaftTransport {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.transport");
-    private static final long INITIAL_BACKOFF_MILLIS = 50;
-    private static final long MAX_BACKOFF_MILLIS = 2000;
+    static final long INITIAL_BACKOFF_MILLIS = 50;
+    static final long MAX_BACKOFF_MILLIS = 2000;
+    /** The back-off in use: {@link #INITIAL_BACKOFF_MILLIS} to {@link #MAX_BACKOFF_MILLIS}, unless a test shortens it. */
+    private volatile long initialBackoffMillis = INITIAL_BACKOFF_MILLIS;
+    private volatile long maxBackoffMillis = MAX_BACKOFF_MILLIS;
+    /** A call that lasted this long served: its end starts the back-off over. */
+    static final long STABLE_CALL_MILLIS = 1000;
+    /** A call to a peer not opened after this long is logged (rate-limited): its connection may have no stream to give. */
+    static final long CALL_OPEN_WARN_MILLIS = 5000;
+    private final RateLimitedLog callOpenLog = new RateLimitedLog(10_000);
     /** A snapshot transfer without a chunk for this long is abandoned by the receiver (and its content discarded). */
     static final long SNAPSHOT_IDLE_MILLIS = 30_000;
     private volatile long snapshotIdleMillis = SNAPSHOT_IDLE_MILLIS;
@@ -185,6 +193,12 @@ public final class GrpcRaftTransport {
     /** How long a snapshot transfer may go without a chunk before the receiver abandons it (tests shorten it). */
     void snapshotIdleTimeout(long millis) {
         snapshotIdleMillis = millis;
+    }
+
+    /** Shortens the reconnection back-off (tests that need many calls quickly). */
+    void backoff(long initialMillis, long maxMillis) {
+        initialBackoffMillis = initialMillis;
+        maxBackoffMillis = maxMillis;
     }
 
     /** Connections refused at the TLS handshake (server side). */
@@ -572,7 +586,7 @@ public final class GrpcRaftTransport {
         if (address == null || cluster == null) {
             return; // unknown, or not in a cluster yet
         }
-        peers.computeIfAbsent(message.to(), id -> new Peer(address)).send(ProtoCodec.toProto(message, cluster));
+        peers.computeIfAbsent(message.to(), id -> new Peer(id, address)).send(ProtoCodec.toProto(message, cluster));
     }
 
     /**
@@ -640,17 +654,27 @@ public final class GrpcRaftTransport {
         });
     }
 
-    /** One peer: a client stream, reopened with back-off, and a bounded queue while it is down. */
+    /**
+     * One peer: a client stream, reopened with back-off, and a bounded queue while it is down. A call the peer ends at
+     * once (it refuses this cluster's traffic, or restarts) is reopened after a back-off that doubles up to
+     * {@link #MAX_BACKOFF_MILLIS}, and the back-off starts over only once a call has lasted {@link #STABLE_CALL_MILLIS}:
+     * a refusing peer is asked a few times a second at first, then every two seconds, never at every heartbeat.
+     */
     private final class Peer {
+        private final String id;
         private final SocketAddress address;
         private final ArrayDeque<RaftMessage> queue = new ArrayDeque<>();
         private long queuedBytes;
         private WriteStream<RaftMessage> stream;
+        private long streamOpenedNanos;
         private boolean connecting;
-        private long backoffMillis = INITIAL_BACKOFF_MILLIS;
+        /** A reconnection is scheduled: messages wait in the queue until then. */
+        private boolean retryScheduled;
+        private long backoffMillis = initialBackoffMillis;
         private boolean closed;
 
-        Peer(SocketAddress address) {
+        Peer(String id, SocketAddress address) {
+            this.id = id;
             this.address = address;
         }
 
@@ -666,7 +690,7 @@ public final class GrpcRaftTransport {
             }
             queue.addLast(proto);
             queuedBytes += size;
-            if (stream == null) {
+            if (stream == null && !retryScheduled) {
                 connect();
             }
         }
@@ -677,7 +701,14 @@ public final class GrpcRaftTransport {
             }
             connecting = true;
             List<WriteStream<RaftMessage>> ofThisCall = new java.util.concurrent.CopyOnWriteArrayList<>();
+            long watchdog = vertx.setTimer(CALL_OPEN_WARN_MILLIS, t -> {
+                if (callOpenLog.due()) { // a call that never opens: its connection may have no stream left to give
+                    LOG.warn("no Raft call to {} at {} opened within {} ms; messages to it wait ({} bytes queued)", id, address,
+                            CALL_OPEN_WARN_MILLIS, queuedBytes());
+                }
+            });
             RaftGrpcClient.create(client, address).send((opened, error) -> {
+                vertx.cancelTimer(watchdog);
                 synchronized (Peer.this) {
                     connecting = false;
                     if (error != null) {
@@ -685,13 +716,33 @@ public final class GrpcRaftTransport {
                         return;
                     }
                     stream = opened;
+                    streamOpenedNanos = System.nanoTime();
                     ofThisCall.add(opened);
-                    backoffMillis = INITIAL_BACKOFF_MILLIS;
                     opened.exceptionHandler(failure -> lost(opened));
                     opened.drainHandler(v -> flush());
                     flush();
                 }
-            }).onComplete(result -> ofThisCall.forEach(this::lost)); // the call ended: the peer closed it or it failed
+            }).onComplete(result -> ofThisCall.forEach(opened -> { // the call ended: the peer closed it or it failed
+                synchronized (Peer.this) { // forgotten before it is ended: no send writes to it in between
+                    lost(opened);
+                    release(opened);
+                }
+            }));
+        }
+
+        /**
+         * Ends this side of a call the peer has already answered: a refused call (PERMISSION_DENIED, from a server that
+         * belongs to no cluster yet) is otherwise left half open, and each one holds one of the connection's HTTP/2
+         * streams for good. A leader heart-beating a removed server whose address a wiped server has taken reopened
+         * such a call every heartbeat; past the peer's limit of concurrent streams (100) no new call opened on that
+         * connection, so the new server there never heard from the leader (issue 44).
+         */
+        private void release(WriteStream<RaftMessage> opened) {
+            try {
+                opened.end();
+            } catch (RuntimeException e) {
+                LOG.debug("ending a call to {} already answered: {}", address, e.toString());
+            }
         }
 
         private synchronized void flush() {
@@ -715,16 +766,24 @@ public final class GrpcRaftTransport {
                 return;
             }
             stream = null;
+            if (System.nanoTime() - streamOpenedNanos >= STABLE_CALL_MILLIS * 1_000_000) {
+                backoffMillis = initialBackoffMillis; // it served a while: a fault now is a new one
+            }
             if (!closed && !connecting) {
                 retryLater();
             }
         }
 
         private void retryLater() {
+            if (retryScheduled) {
+                return;
+            }
+            retryScheduled = true;
             long delay = backoffMillis;
-            backoffMillis = Math.min(MAX_BACKOFF_MILLIS, backoffMillis * 2);
-            vertx.setTimer(delay, id -> {
+            backoffMillis = Math.min(maxBackoffMillis, backoffMillis * 2);
+            vertx.setTimer(delay, t -> {
                 synchronized (Peer.this) {
+                    retryScheduled = false;
                     if (stream == null && !queue.isEmpty()) {
                         connect();
                     }

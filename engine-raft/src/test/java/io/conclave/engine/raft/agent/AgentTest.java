@@ -158,6 +158,6 @@ class AgentTest {
     }
 
     private static io.conclave.engine.raft.runtime.RaftNode.Status status(io.conclave.engine.raft.core.Role role, long lastContact) {
-        return new io.conclave.engine.raft.runtime.RaftNode.Status(role, 3, null, 10, 10, 10, lastContact);
+        return new io.conclave.engine.raft.runtime.RaftNode.Status(role, 3, null, 10, 10, 10, lastContact, true, 0);
     }
 }

@@ -12,8 +12,14 @@ class KvQueryMetaTest {
 
     private static final long NOW = 10_000_000_000L;
 
+    private static final long STARTED = NOW - 7_000_000_000L;
+
     private static Map<String, String> meta(Role role, String leader, long lastContact) {
-        return KvHttpApi.queryMeta(new RaftNode.Status(role, 3, leader, 10, 10, 10, lastContact), NOW);
+        return meta(role, leader, lastContact, true);
+    }
+
+    private static Map<String, String> meta(Role role, String leader, long lastContact, boolean member) {
+        return KvHttpApi.queryMeta(new RaftNode.Status(role, 3, leader, 10, 10, 10, lastContact, member, STARTED), NOW);
     }
 
     @Test
@@ -24,8 +30,19 @@ class KvQueryMetaTest {
                 meta(Role.FOLLOWER, "l", NOW - 250_000_000L), "a follower that heard from its leader 250 ms ago");
         assertEquals(Map.of("X-Consul-KnownLeader", "false", "X-Consul-LastContact", "4000"),
                 meta(Role.PRE_CANDIDATE, null, NOW - 4_000_000_000L), "a follower that lost its leader 4 s ago");
-        assertEquals(Map.of("X-Consul-KnownLeader", "false", "X-Consul-LastContact", "0"), meta(Role.FOLLOWER, null, RaftNode.NEVER),
-                "a server that never heard from a leader");
+        assertEquals(Map.of("X-Consul-KnownLeader", "false", "X-Consul-LastContact", "7000"), meta(Role.FOLLOWER, null, RaftNode.NEVER),
+                "a server that never heard from a leader: without one since it started, 7 s ago");
         assertEquals("false", meta(Role.SHUTDOWN, "l", NOW - 1_000_000L).get("X-Consul-KnownLeader"), "a stopped server knows none");
+    }
+
+    @Test
+    void when_a_server_is_no_member_of_its_configuration_then_its_stale_reads_say_it_knows_no_leader() {
+        // a wiped server rejoining under a removed one's address hears that leader's heartbeats before it is added
+        assertEquals(Map.of("X-Consul-KnownLeader", "false", "X-Consul-LastContact", "40"),
+                meta(Role.FOLLOWER, "l", NOW - 40_000_000L, false), "not yet added: its store is no member's");
+        assertEquals(Map.of("X-Consul-KnownLeader", "false", "X-Consul-LastContact", "3000"),
+                meta(Role.SHUTDOWN, null, NOW - 3_000_000_000L, false), "removed and stopped: the last contact grows");
+        assertEquals("true", meta(Role.LEADER, "me", RaftNode.NEVER, false).get("X-Consul-KnownLeader"),
+                "a leader removing itself still leads until its removal commits");
     }
 }
