@@ -155,7 +155,7 @@ public final class AclStore {
         } else if (agentTokenHash.isPresent() && agentTokenHash.get().equals(hash)) {
             // the agent's own token: what Consul's agent token needs, on this agent's node
             resolved = Authorizer.of(List.of(new AclRules(Map.of(AclRules.Resource.AGENT, Map.of(agentName, AclRules.Access.WRITE),
-                    AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null)), false);
+                    AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null, null)), false);
         } else {
             Token token = state.bySecretHash().get(hash);
             if (token == null) {
