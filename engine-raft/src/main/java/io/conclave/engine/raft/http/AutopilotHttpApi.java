@@ -177,10 +177,9 @@ public final class AutopilotHttpApi {
     private void put(HttpApi http, HttpServerRequest request) {
         long cas;
         try {
-            String casParam = request.getParam("cas");
-            cas = casParam == null ? KvCommand.NO_CAS : Long.parseUnsignedLong(casParam);
-        } catch (NumberFormatException e) {
-            HttpApi.error(request, 400, "cas must be an index");
+            cas = KvHttpApi.casParam(request);
+        } catch (KvHttpApi.BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
             return;
         }
         http.readBody(request, MAX_BODY_BYTES, "autopilot configuration", body -> write(request, body, cas));

@@ -3,6 +3,7 @@ package io.conclave.engine.raft.http;
 import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.kv.Unsigned64;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
@@ -100,21 +101,25 @@ public final class KvHttpApi {
         return key;
     }
 
-    /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */
+    /**
+     * A parameter that must be an unsigned 64-bit number, as Consul's {@code strconv.ParseUint} reads it, held as its 64
+     * bits ({@link Unsigned64}); {@code defaultValue} when absent.
+     */
     static long unsignedParam(HttpServerRequest request, String name, long defaultValue) {
         String text = request.getParam(name);
         if (text == null) {
             return defaultValue;
         }
         try {
-            long value = Long.parseUnsignedLong(text);
-            if (value < 0) {
-                throw new NumberFormatException();
-            }
-            return value;
-        } catch (NumberFormatException e) {
-            throw new BadRequest("invalid " + name + " '" + text + "': expected a non-negative number");
+            return Unsigned64.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest("invalid " + name + ": " + e.getMessage());
         }
+    }
+
+    /** {@code ?cas=}: absent, unconditional; else the ModifyIndex the write expects ({@link KvCommand#expecting}). */
+    static long casParam(HttpServerRequest request) {
+        return request.getParam("cas") == null ? KvCommand.NO_CAS : KvCommand.expecting(unsignedParam(request, "cas", 0));
     }
 
     /**
@@ -168,7 +173,8 @@ public final class KvHttpApi {
         boolean stale;
         try {
             key = key(request);
-            index = unsignedParam(request, "index", 0);
+            long given = unsignedParam(request, "index", 0);
+            index = given < 0 ? Long.MAX_VALUE : given; // 2^63 or above, which no Raft index reaches: the whole wait, as Consul's
             wait = waitParam(request);
             stale = staleAllowed(request);
             if (request.params().contains("keys") && request.params().contains("raw")) {
@@ -302,7 +308,7 @@ public final class KvHttpApi {
                 throw new BadRequest("missing key name");
             }
             flags = unsignedParam(request, "flags", 0);
-            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            cas = casParam(request);
             acquire = request.getParam("acquire");
             release = request.getParam("release");
             if ((acquire != null && acquire.isEmpty()) || (release != null && release.isEmpty())) {
@@ -328,7 +334,7 @@ public final class KvHttpApi {
         long cas;
         try {
             key = key(request);
-            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            cas = casParam(request);
             if (request.params().contains("recurse") && cas != KvCommand.NO_CAS) {
                 throw new BadRequest("cas cannot be combined with recurse");
             }

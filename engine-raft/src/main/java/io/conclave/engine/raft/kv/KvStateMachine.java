@@ -621,7 +621,8 @@ public final class KvStateMachine implements StateMachine {
                     return "failed to check index, key " + quoted + " doesn't exist";
                 }
                 if (entry.modifyIndex() != op.index()) {
-                    return "failed index check for key " + quoted + ", current modify index " + entry.modifyIndex() + " != " + op.index();
+                    return "failed index check for key " + quoted + ", current modify index " + entry.modifyIndex() + " != "
+                            + Unsigned64.toString(op.index());
                 }
                 results.add(KvTxn.entryJson(entry, false));
                 return null;

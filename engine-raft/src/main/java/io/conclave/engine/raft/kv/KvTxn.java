@@ -166,6 +166,9 @@ public final class KvTxn {
             }
             long flags = number(kv, "Flags", i);
             long index = number(kv, "Index", i);
+            if (verb == Verb.CAS || verb == Verb.DELETE_CAS) {
+                index = KvCommand.expecting(index); // 2^64-1 is no "unconditional": it fails as any index no entry has
+            }
             String session = string(kv, "Session", i);
             if ((verb == Verb.LOCK || verb == Verb.UNLOCK || verb == Verb.CHECK_SESSION) && (session == null || session.isEmpty())) {
                 if (verb != Verb.CHECK_SESSION) {
@@ -193,20 +196,23 @@ public final class KvTxn {
         return (String) value;
     }
 
+    /** A uint64 field, read exactly as Go decodes one ({@link Unsigned64}): never wrapped modulo 2^64. */
     private static long number(Map<String, Object> fields, String name, int op) {
         Object value = fields.get(name);
         if (value == null) {
             return 0;
         }
-        if (!(value instanceof Number number) || number.doubleValue() < 0 || number.doubleValue() != Math.floor(number.doubleValue())) {
-            throw new Invalid(400, "operation " + op + ": " + name + " must be a non-negative whole number");
+        try {
+            return Unsigned64.fromJson(value);
+        } catch (IllegalArgumentException e) {
+            throw new Invalid(400, "operation " + op + ": " + name + " must be an unsigned 64-bit whole number: " + e.getMessage());
         }
-        return number.longValue();
     }
 
     /** An entry as a transaction's result shows it: the value only for {@code get} and {@code get-tree}, as Consul's. */
     static JsonObject entryJson(KvEntry entry, boolean withValue) {
-        JsonObject json = new JsonObject().put("LockIndex", entry.lockIndex()).put("Key", entry.key()).put("Flags", entry.flags());
+        JsonObject json = new JsonObject().put("LockIndex", entry.lockIndex()).put("Key", entry.key())
+                .put("Flags", Unsigned64.toJson(entry.flags()));
         if (withValue && entry.value().length > 0) {
             json.put("Value", Base64.getEncoder().encodeToString(entry.value()));
         } else {
