@@ -68,7 +68,7 @@ public final class KvTxn {
     public static final class Invalid extends RuntimeException {
         private final int status;
 
-        Invalid(int status, String message) {
+        public Invalid(int status, String message) {
             super(message, null, false, false);
             this.status = status;
         }
@@ -154,6 +154,10 @@ public final class KvTxn {
             if (key == null || (key.isEmpty() && verb != Verb.GET_TREE && verb != Verb.DELETE_TREE)) {
                 throw new Invalid(400, "operation " + i + ": missing key");
             }
+            if (!wellFormed(key)) {
+                throw new Invalid(400, "operation " + i + ": Key is not valid Unicode (a lone surrogate escape): it has no UTF-8 bytes"
+                        + " of its own, and would become another key's name");
+            }
             if (key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > maxKeyBytes) {
                 throw new Invalid(400, "operation " + i + ": key above the " + maxKeyBytes + " byte limit");
             }
@@ -180,6 +184,19 @@ public final class KvTxn {
                     session == null || session.isEmpty() ? null : session));
         }
         return ops;
+    }
+
+    /** Whether every surrogate in {@code text} is half of a pair: then it has one UTF-8 form, its own. */
+    static boolean wellFormed(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static Map<String, Object> caseless(JsonObject json) {
