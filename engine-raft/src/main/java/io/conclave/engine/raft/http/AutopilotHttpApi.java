@@ -31,7 +31,7 @@ import java.util.function.Supplier;
 public final class AutopilotHttpApi {
 
     /** The system entry holding the settings an operator set. */
-    public static final String SETTINGS_KEY = "autopilot/configuration";
+    public static final String SETTINGS_KEY = io.conclave.engine.raft.kv.SystemKeys.AUTOPILOT_SETTINGS;
     private static final int MAX_BODY_BYTES = 64 * 1024;
 
     private final java.util.function.Function<KvCommand, io.vertx.core.Future<byte[]>> writer;
