@@ -1,5 +1,6 @@
 package io.conclave.cli;
 
+import io.conclave.engine.raft.kv.Unsigned64;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -157,7 +158,7 @@ final class KvCommand implements Runnable {
         private void printDetailed(JsonObject entry) {
             List<List<String>> rows = new ArrayList<>();
             rows.add(List.of("CreateIndex", String.valueOf(entry.getLong("CreateIndex", 0L))));
-            rows.add(List.of("Flags", String.valueOf(entry.getLong("Flags", 0L))));
+            rows.add(List.of("Flags", Unsigned64.toString(flagsOf(entry))));
             rows.add(List.of("Key", entry.getString("Key", "")));
             rows.add(List.of("LockIndex", String.valueOf(entry.getLong("LockIndex", 0L))));
             rows.add(List.of("ModifyIndex", String.valueOf(entry.getLong("ModifyIndex", 0L))));
@@ -182,8 +183,8 @@ final class KvCommand implements Runnable {
         @Option(names = "-cas", description = "Write only if the key's ModifyIndex is -modify-index (0: only if it does not exist).")
         boolean cas;
 
-        @Option(names = "-modify-index", paramLabel = "N", description = "The ModifyIndex -cas expects.")
-        Long modifyIndex;
+        @Option(names = "-modify-index", paramLabel = "N", description = "The ModifyIndex -cas expects (an unsigned 64-bit number).")
+        String modifyIndex;
 
         @Option(names = "-flags", paramLabel = "N", defaultValue = "0", description = "Unsigned 64-bit flags to store with the value.")
         String flags;
@@ -203,6 +204,7 @@ final class KvCommand implements Runnable {
                 throw new CommandLine.ParameterException(spec.commandLine(), "-modify-index is only used with -cas");
             }
             long flagValue = unsigned(flags, "-flags", spec.commandLine());
+            long expected = modifyIndex == null ? 0 : unsigned(modifyIndex, "-modify-index", spec.commandLine());
             byte[] value = data == null ? new byte[0] : valueOf(data, spec.commandLine());
             if (base64) {
                 try {
@@ -211,7 +213,7 @@ final class KvCommand implements Runnable {
                     throw new CommandLine.ParameterException(spec.commandLine(), "DATA is not base64: " + e.getMessage());
                 }
             }
-            String query = "?flags=" + Long.toUnsignedString(flagValue) + (cas ? "&cas=" + modifyIndex : "");
+            String query = "?flags=" + Unsigned64.toString(flagValue) + (cas ? "&cas=" + Unsigned64.toString(expected) : "");
             Answer answer = exchange("PUT", keyPath(key) + query, value, "application/octet-stream", TIMEOUT);
             if (!answer.ok()) {
                 System.err.println("Error! Failed writing data: " + answer.error());
@@ -226,12 +228,19 @@ final class KvCommand implements Runnable {
         }
     }
 
+    /** An option that is a uint64, as Consul's: 0 to 18446744073709551615 in digits, nothing wrapped. */
     static long unsigned(String text, String option, CommandLine commandLine) {
         try {
-            return Long.parseUnsignedLong(text);
-        } catch (NumberFormatException e) {
-            throw new CommandLine.ParameterException(commandLine, option + " must be an unsigned 64-bit integer, not '" + text + "'");
+            return Unsigned64.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(commandLine, option + " must be an unsigned 64-bit integer: " + e.getMessage());
         }
+    }
+
+    /** The {@code Flags} of one entry of the agent's JSON, a uint64 (0 when absent). */
+    static long flagsOf(JsonObject entry) {
+        Object flags = entry.getValue("Flags");
+        return flags == null ? 0 : Unsigned64.fromJson(flags);
     }
 
     @Command(name = "delete", description = "Deletes a key, or with -recurse every key under a prefix.")
@@ -245,8 +254,8 @@ final class KvCommand implements Runnable {
         @Option(names = "-cas", description = "Delete only if the key's ModifyIndex is -modify-index.")
         boolean cas;
 
-        @Option(names = "-modify-index", paramLabel = "N", description = "The ModifyIndex -cas expects.")
-        Long modifyIndex;
+        @Option(names = "-modify-index", paramLabel = "N", description = "The ModifyIndex -cas expects (an unsigned 64-bit number).")
+        String modifyIndex;
 
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
@@ -263,7 +272,8 @@ final class KvCommand implements Runnable {
                 throw new CommandLine.ParameterException(spec.commandLine(), "-cas needs -modify-index");
             }
             String prefix = key == null ? "" : key;
-            String query = recurse ? "?recurse" : cas ? "?cas=" + modifyIndex : "";
+            String query = recurse ? "?recurse" : cas ? "?cas=" + Unsigned64.toString(unsigned(modifyIndex, "-modify-index",
+                    spec.commandLine())) : "";
             Answer answer = exchange("DELETE", keyPath(prefix) + query, null, TIMEOUT);
             if (!answer.ok()) {
                 System.err.println("Error! Did not delete " + (recurse ? "prefix " : "key ") + prefix + ": " + answer.error());
@@ -308,7 +318,7 @@ final class KvCommand implements Runnable {
                 }
                 for (Object item : new JsonArray(answer.body())) {
                     JsonObject entry = (JsonObject) item;
-                    exported.add(new JsonObject().put("key", entry.getString("Key")).put("flags", entry.getLong("Flags", 0L))
+                    exported.add(new JsonObject().put("key", entry.getString("Key")).put("flags", Unsigned64.toJson(flagsOf(entry)))
                             .put("value", Base64.getEncoder().encodeToString(value(entry))));
                 }
             }
@@ -343,6 +353,14 @@ final class KvCommand implements Runnable {
                         throw new CommandLine.ParameterException(spec.commandLine(), "entry " + i + ": \"value\" must be a base64 string");
                     }
                     Base64.getDecoder().decode(value == null ? "" : (String) value); // every entry checked before any is written
+                    if (entry.getValue("flags") != null) {
+                        try {
+                            Unsigned64.fromJson(entry.getValue("flags"));
+                        } catch (IllegalArgumentException e) {
+                            throw new CommandLine.ParameterException(spec.commandLine(), "entry " + i + ": \"flags\" must be an unsigned"
+                                    + " 64-bit integer: " + e.getMessage());
+                        }
+                    }
                     entries.add(entry);
                 }
             } catch (DecodeException | ClassCastException e) {
@@ -354,9 +372,9 @@ final class KvCommand implements Runnable {
             for (JsonObject entry : entries) {
                 String key = prefix + entry.getString("key");
                 Object flags = entry.getValue("flags");
-                long flagValue = flags instanceof Number number ? number.longValue() : 0;
+                long flagValue = flags == null ? 0 : Unsigned64.fromJson(flags);
                 byte[] value = Base64.getDecoder().decode(entry.getString("value", ""));
-                Answer answer = exchange("PUT", keyPath(key) + "?flags=" + Long.toUnsignedString(flagValue), value,
+                Answer answer = exchange("PUT", keyPath(key) + "?flags=" + Unsigned64.toString(flagValue), value,
                         "application/octet-stream", TIMEOUT);
                 if (!answer.ok() || !answer.body().strip().equals("true")) {
                     System.err.println("Error! Failed to write " + key + ": " + answer.error());

@@ -26,7 +26,7 @@ import picocli.CommandLine.Parameters;
  * were verified, so that FILE is never a partial archive; {@code restore} sends one (checked locally first);
  * {@code inspect} reads one without an agent.
  */
-@Command(name = "snapshot", description = "Saves, restores and inspects snapshots of the key/value store.",
+@Command(name = "snapshot", description = "Saves, restores and inspects snapshots of the key/value store and the ACLs.",
         subcommands = {SnapshotCommand.Save.class, SnapshotCommand.Restore.class, SnapshotCommand.Inspect.class})
 final class SnapshotCommand implements Runnable {
 
@@ -101,7 +101,7 @@ final class SnapshotCommand implements Runnable {
         }
     }
 
-    @Command(name = "restore", description = "Replaces the key/value store with the snapshot in FILE, on every server.")
+    @Command(name = "restore", description = "Replaces the key/value store with the snapshot in FILE, on every server; its ACL tokens and policies come back with it.")
     static final class Restore extends HttpCommand implements Callable<Integer> {
         @Parameters(paramLabel = "FILE")
         Path file;
@@ -159,7 +159,9 @@ final class SnapshotCommand implements Runnable {
                 System.err.println("Error: " + file + ": " + e.getMessage());
                 return 1;
             }
-            JsonObject meta = summary.meta().copy().put("StateBytes", summary.stateBytes()).put("Size", summary.fileBytes());
+            SnapshotArchive.Holdings holdings = summary.holdings();
+            JsonObject meta = summary.meta().copy().put("StateBytes", summary.stateBytes()).put("Size", summary.fileBytes())
+                    .mergeIn(holdings.toJson());
             if (json) {
                 System.out.println(meta.encodePrettily());
                 return 0;
@@ -170,7 +172,16 @@ final class SnapshotCommand implements Runnable {
                     {"Size", "Size"}, {"Version", "ConclaveVersion"}, {"Stale", "Stale"}}) {
                 rows.add(List.of(field[0], String.valueOf(meta.getValue(field[1], "-"))));
             }
+            // what a restore brings back with the keys: ACL tokens deleted since are valid again
+            rows.add(List.of("ACL tokens", String.valueOf(holdings.aclTokens())));
+            rows.add(List.of("ACL policies", String.valueOf(holdings.aclPolicies())));
+            rows.add(List.of("ACL bootstrapped", String.valueOf(holdings.aclBootstrapped())));
+            rows.add(List.of("Sessions", "0 (never in an archive)"));
+            rows.add(List.of("Settings", holdings.settings().isEmpty() ? "-" : String.join(", ", holdings.settings())));
             System.out.print(MembersCommand.columns(rows));
+            if (holdings.aclTokens() + holdings.aclPolicies() > 0) {
+                System.out.println("A restore brings these ACL tokens and policies back: any deleted since the save is valid again.");
+            }
             return 0;
         }
     }

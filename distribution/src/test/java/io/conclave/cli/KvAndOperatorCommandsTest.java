@@ -173,6 +173,34 @@ class KvAndOperatorCommandsTest {
     }
 
     @Test
+    void when_flags_are_at_or_above_2_to_the_63_then_put_get_export_and_import_keep_them_as_consul_does() {
+        for (String flags : new String[] {"0", "1", "9223372036854775807", "9223372036854775808", "18446744073709551615"}) {
+            Cli.Run put = kv("put", "-flags=" + flags, "wide/flags", "v");
+            assertEquals(0, put.exitCode(), flags + ": " + put.err());
+            assertEquals(flags, entry("wide/flags").getString("Flags"), "get -detailed prints the flags back");
+            JsonArray exported = new JsonArray(kv("export", "wide/").out());
+            assertEquals(flags, exported.getJsonObject(0).getValue("flags").toString(), "export: " + exported.encode());
+            assertEquals(0, kv("delete", "wide/flags").exitCode());
+            Cli.Run imported = kv("import", exported.encode());
+            assertEquals(0, imported.exitCode(), imported.err());
+            assertEquals(flags, entry("wide/flags").getString("Flags"), "import");
+        }
+        long modifyIndex = Long.parseLong(entry("wide/flags").getString("ModifyIndex"));
+        Cli.Run stale = kv("put", "-cas", "-modify-index=18446744073709551615", "wide/flags", "w");
+        assertEquals(1, stale.exitCode(), "a cas at 2^64-1 is a stale one: " + stale.out() + stale.err());
+        assertEquals(modifyIndex, Long.parseLong(entry("wide/flags").getString("ModifyIndex")));
+        for (String bad : new String[] {"18446744073709551616", "-1", "1.5", "+5"}) {
+            Cli.Run put = kv("put", "-flags=" + bad, "wide/bad", "v");
+            assertEquals(2, put.exitCode(), bad + ": " + put.out());
+            assertTrue(put.err().contains("-flags"), put.err());
+            Cli.Run imported = kv("import", "[{\"key\": \"wide/bad\", \"flags\": " + bad + ", \"value\": \"dg==\"}]");
+            assertEquals(2, imported.exitCode(), "import of flags " + bad + ": " + imported.out());
+            assertTrue(imported.err().contains("flags"), imported.err());
+        }
+        assertEquals("", kv("list", "wide/bad").out(), "nothing written");
+    }
+
+    @Test
     void when_import_data_is_not_consuls_export_then_one_line_says_why_and_nothing_is_written() {
         for (String bad : new String[] {"{\"key\": \"x\"}", "[{\"key\": \"bad/one\", \"value\": \"aGk=\"}, {\"value\": \"aGk=\"}]",
                 "[{\"key\": \"bad/two\", \"value\": \"%%%\"}]", "[{\"key\": \"bad/three\", \"value\": 5}]", "not json"}) {

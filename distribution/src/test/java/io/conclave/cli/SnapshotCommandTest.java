@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.SystemKeys;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -76,6 +78,33 @@ class SnapshotCommandTest {
         assertEquals("one\n", get("snap/a"));
         assertEquals("two\n", get("snap/b"));
         assertEquals("(absent)", get("snap/c"));
+    }
+
+    @Test
+    void when_an_archive_holds_acl_tokens_and_policies_then_inspect_counts_them_and_says_a_restore_brings_them_back() throws Exception {
+        io.conclave.engine.raft.kv.KvStateMachine state = new io.conclave.engine.raft.kv.KvStateMachine();
+        long index = 1;
+        for (String key : new String[] {SystemKeys.ACL_TOKEN_PREFIX + "a", SystemKeys.ACL_TOKEN_PREFIX + "b",
+                SystemKeys.ACL_TOKEN_PREFIX + "c", SystemKeys.ACL_POLICY_PREFIX + "p", SystemKeys.ACL_POLICY_NAME_PREFIX + "p",
+                SystemKeys.ACL_BOOTSTRAP, SystemKeys.AUTOPILOT_SETTINGS}) {
+            state.apply(index++, new KvCommand(KvCommand.Op.SYSTEM_PUT, key, "{}".getBytes(), 0, KvCommand.NO_CAS).encode());
+        }
+        state.apply(index++, new KvCommand(KvCommand.Op.SYSTEM_PUT, SystemKeys.ACL_TOKEN_PREFIX + "c", new byte[0], 0, KvCommand.NO_CAS)
+                .encode()); // deleted before the save: not in what a restore brings back
+        state.apply(index, new KvCommand(KvCommand.Op.PUT, "k", "v".getBytes(), 0, KvCommand.NO_CAS).encode());
+        Path file = work.resolve("acl.snap");
+        io.conclave.engine.raft.kv.SnapshotArchive.write(file, new JsonObject().put("Index", index).put("Keys", 1), state.state());
+
+        Cli.Run inspect = Cli.execute("snapshot", "inspect", file.toString());
+        assertEquals(0, inspect.exitCode(), inspect.err());
+        assertTrue(inspect.out().matches("(?s).*\nACL tokens\\s+2\nACL policies\\s+1\nACL bootstrapped\\s+true\n"
+                + "Sessions\\s+0 \\(never in an archive\\)\nSettings\\s+autopilot\n.*"), inspect.out());
+        assertTrue(inspect.out().contains("A restore brings these ACL tokens and policies back"), inspect.out());
+        JsonObject json = new JsonObject(Cli.execute("snapshot", "inspect", "-format=json", file.toString()).out());
+        assertEquals(2, json.getLong("AclTokens"));
+        assertEquals(1, json.getLong("AclPolicies"));
+        assertEquals(0, json.getLong("Sessions"));
+        assertEquals(new io.vertx.core.json.JsonArray().add("autopilot"), json.getJsonArray("Settings"));
     }
 
     @Test

@@ -158,6 +158,9 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.startsWith("/v1/agent/")) {
             return read ? a -> a.agentRead(agentName) : a -> a.agentWrite(agentName);
         }
+        if (path.equals("/v1/operator/keyring")) {
+            return read ? Authorizer::keyringRead : Authorizer::keyringWrite; // Consul's: the list shows the keys themselves
+        }
         if (path.startsWith("/v1/operator/")) {
             return read ? Authorizer::operatorRead : Authorizer::operatorWrite;
         }

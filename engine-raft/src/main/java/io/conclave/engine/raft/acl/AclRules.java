@@ -11,16 +11,19 @@ import java.util.TreeMap;
  * A policy's rules in Consul's JSON form, reduced to what the key/value store, the agent and the operator need:
  * {@code key}, {@code key_prefix}, {@code agent}, {@code agent_prefix}, {@code node}, {@code node_prefix},
  * {@code session}, {@code session_prefix} (each an object of names to {@code {"policy": "read|write|deny"}}), and
- * {@code operator} and {@code acl} (each {@code "read|write|deny"}). For example
- * {@code {"key_prefix": {"app/": {"policy": "write"}}, "operator": "read"}}.
+ * {@code operator}, {@code keyring} and {@code acl} (each {@code "read|write|deny"}). For example
+ * {@code {"key_prefix": {"app/": {"policy": "write"}}, "operator": "read"}}. {@code keyring} is Consul's rule for the
+ * gossip encryption keys ({@code /v1/operator/keyring}): {@code operator} does not give it, since listing the keyring
+ * shows the keys themselves.
  *
  * @param exact    resource to name to access, for the rules on one name
  * @param prefixes resource to prefix to access, for the rules on every name that starts with it
  * @param operator {@code null} when the rules say nothing of it
+ * @param keyring  {@code null} when the rules say nothing of it
  * @param acl      {@code null} when the rules say nothing of it
  */
 public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, Map<String, Access>> prefixes, Access operator,
-                       Access acl) {
+                       Access keyring, Access acl) {
 
     /** The largest rules text a policy may hold. */
     public static final int MAX_RULES_BYTES = 32 * 1024;
@@ -70,11 +73,13 @@ public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, M
     }
 
     private static final List<String> KEYS = List.of("key", "key_prefix", "agent", "agent_prefix", "node", "node_prefix",
-            "session", "session_prefix", "operator", "acl");
+            "session", "session_prefix", "operator", "keyring", "acl");
+    /** The rules that take one word for the whole resource, not names. */
+    private static final List<String> UNNAMED = List.of("operator", "keyring", "acl");
 
     /** No rules at all. */
     public static AclRules none() {
-        return new AclRules(Map.of(), Map.of(), null, null);
+        return new AclRules(Map.of(), Map.of(), null, null, null);
     }
 
     /**
@@ -99,23 +104,17 @@ public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, M
         }
         Map<Resource, Map<String, Access>> exact = new java.util.EnumMap<>(Resource.class);
         Map<Resource, Map<String, Access>> prefixes = new java.util.EnumMap<>(Resource.class);
-        Access operator = null;
-        Access acl = null;
+        Map<String, Access> unnamed = new java.util.HashMap<>();
         for (String key : json.fieldNames()) {
             if (!KEYS.contains(key)) {
                 throw new IllegalArgumentException("unknown rule \"" + key + "\" (allowed: " + String.join(", ", KEYS) + ")");
             }
             Object value = json.getValue(key);
-            if (key.equals("operator") || key.equals("acl")) {
+            if (UNNAMED.contains(key)) {
                 if (!(value instanceof String word)) {
                     throw new IllegalArgumentException(key + " must be \"read\", \"write\" or \"deny\"");
                 }
-                Access access = Access.parse(word, key);
-                if (key.equals("operator")) {
-                    operator = access;
-                } else {
-                    acl = access;
-                }
+                unnamed.put(key, Access.parse(word, key));
                 continue;
             }
             boolean prefix = key.endsWith("_prefix");
@@ -138,6 +137,6 @@ public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, M
             }
             (prefix ? prefixes : exact).put(resource, Map.copyOf(rules));
         }
-        return new AclRules(Map.copyOf(exact), Map.copyOf(prefixes), operator, acl);
+        return new AclRules(Map.copyOf(exact), Map.copyOf(prefixes), unnamed.get("operator"), unnamed.get("keyring"), unnamed.get("acl"));
     }
 }

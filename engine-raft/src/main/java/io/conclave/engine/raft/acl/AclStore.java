@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.acl;
 
 import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.kv.SystemKeys;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
@@ -29,11 +30,11 @@ public final class AclStore {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.acl");
 
-    public static final String POLICY_PREFIX = "acl/policy/";
-    public static final String TOKEN_PREFIX = "acl/token/";
+    public static final String POLICY_PREFIX = SystemKeys.ACL_POLICY_PREFIX;
+    public static final String TOKEN_PREFIX = SystemKeys.ACL_TOKEN_PREFIX;
     /** A policy name's guard entry: holds the key of the policy that has the name (empty: free). */
-    public static final String POLICY_NAME_PREFIX = "acl/policy-name/";
-    public static final String BOOTSTRAP_KEY = "acl/bootstrap";
+    public static final String POLICY_NAME_PREFIX = SystemKeys.ACL_POLICY_NAME_PREFIX;
+    public static final String BOOTSTRAP_KEY = SystemKeys.ACL_BOOTSTRAP;
     /** Consul's built-in policy that makes a token a management token. */
     public static final String GLOBAL_MANAGEMENT_ID = "00000000-0000-0000-0000-000000000001";
     public static final String GLOBAL_MANAGEMENT_NAME = "global-management";
@@ -155,7 +156,7 @@ public final class AclStore {
         } else if (agentTokenHash.isPresent() && agentTokenHash.get().equals(hash)) {
             // the agent's own token: what Consul's agent token needs, on this agent's node
             resolved = Authorizer.of(List.of(new AclRules(Map.of(AclRules.Resource.AGENT, Map.of(agentName, AclRules.Access.WRITE),
-                    AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null)), false);
+                    AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null, null)), false);
         } else {
             Token token = state.bySecretHash().get(hash);
             if (token == null) {

@@ -20,6 +20,7 @@ public final class Authorizer {
     private final Map<Resource, TreeMap<String, Access>> exact = new EnumMap<>(Resource.class);
     private final Map<Resource, TreeMap<String, Access>> prefixes = new EnumMap<>(Resource.class);
     private Access operator;
+    private Access keyring;
     private Access acl;
 
     private Authorizer(boolean management, boolean defaultAllow, List<AclRules> rules) {
@@ -33,6 +34,7 @@ public final class Authorizer {
             policy.exact().forEach((resource, names) -> names.forEach((name, access) -> exact.get(resource).merge(name, access, Access::merge)));
             policy.prefixes().forEach((resource, names) -> names.forEach((name, access) -> prefixes.get(resource).merge(name, access, Access::merge)));
             operator = policy.operator() == null ? operator : Access.merge(operator, policy.operator());
+            keyring = policy.keyring() == null ? keyring : Access.merge(keyring, policy.keyring());
             acl = policy.acl() == null ? acl : Access.merge(acl, policy.acl());
         }
     }
@@ -149,6 +151,19 @@ public final class Authorizer {
 
     public boolean operatorWrite() {
         return management || (operator == null ? defaultAllow : operator.allowsWrite());
+    }
+
+    /**
+     * Listing the gossip encryption keys ({@code GET /v1/operator/keyring}), which shows the keys themselves: only a
+     * {@code keyring} rule (or the default policy) gives it, as in Consul; {@code operator} rules do not.
+     */
+    public boolean keyringRead() {
+        return management || (keyring == null ? defaultAllow : keyring.allowsRead());
+    }
+
+    /** Installing, using or removing a gossip encryption key. */
+    public boolean keyringWrite() {
+        return management || (keyring == null ? defaultAllow : keyring.allowsWrite());
     }
 
     /** Managing ACLs: never by the default policy alone. */

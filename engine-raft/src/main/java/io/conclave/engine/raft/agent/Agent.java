@@ -398,6 +398,7 @@ public final class Agent implements AutoCloseable {
             if (rpcTls.isPresent()) {
                 counters.put("tls.internal_rpc.handshake.refused", transport.refusedHandshakes());
             }
+            counters.put("http.write.answered_before_visible", kvApi.writesAnsweredBeforeVisible());
             return counters;
         });
         metricsApi.register(http);

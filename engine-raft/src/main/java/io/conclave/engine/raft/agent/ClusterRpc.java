@@ -107,10 +107,11 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
                             .setMessage("not a server of cluster " + request.getClusterId()).build());
                     return;
                 }
-                current.propose(request.getCommand().toByteArray()).onComplete((result, error) -> {
+                current.proposeIndexed(request.getCommand().toByteArray()).onComplete((applied, error) -> {
                     ForwardResponse.Builder answer = ForwardResponse.newBuilder();
                     if (error == null) {
-                        answer.setOutcome(ForwardResponse.Outcome.OK).setResult(ByteString.copyFrom(result == null ? new byte[0] : result));
+                        answer.setOutcome(ForwardResponse.Outcome.OK).setIndex(applied.index())
+                                .setResult(ByteString.copyFrom(applied.result() == null ? new byte[0] : applied.result()));
                     } else if (error instanceof RefusedException notLeader) {
                         answer.setOutcome(ForwardResponse.Outcome.NOT_APPLIED).setMessage(notLeader.getMessage())
                                 .setLeaderId(notLeader.leaderId() == null ? "" : notLeader.leaderId())
@@ -203,7 +204,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     }
 
     @Override
-    public Future<byte[]> forward(String leaderId, byte[] command) {
+    public Future<RaftNode.Applied> forward(String leaderId, byte[] command) {
         ForwardRequest request = ForwardRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
                 .setCommand(ByteString.copyFrom(command)).build();
         return leader(leaderId).forward(request).transform(result -> {
@@ -223,9 +224,9 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
      * What the leader's answer to a forwarded write means here: its result, its refusal as the leader gave it (an
      * overload stays an overload, answered 503 and not retried at once), or an unknown outcome.
      */
-    static Future<byte[]> outcome(ForwardResponse answer) {
+    static Future<RaftNode.Applied> outcome(ForwardResponse answer) {
         return switch (answer.getOutcome()) {
-            case OK -> Future.succeededFuture(answer.getResult().toByteArray());
+            case OK -> Future.succeededFuture(new RaftNode.Applied(answer.getIndex(), answer.getResult().toByteArray()));
             case NOT_APPLIED -> Future.failedFuture(new RefusedException(Refusal.parse(answer.getRefusal(), Refusal.NOT_APPLIED),
                     answer.getLeaderId().isEmpty() ? null : answer.getLeaderId(), null));
             default -> Future.failedFuture(new OutcomeUnknownException(answer.getMessage()));

@@ -31,7 +31,7 @@ import java.util.function.Supplier;
 public final class AutopilotHttpApi {
 
     /** The system entry holding the settings an operator set. */
-    public static final String SETTINGS_KEY = "autopilot/configuration";
+    public static final String SETTINGS_KEY = io.conclave.engine.raft.kv.SystemKeys.AUTOPILOT_SETTINGS;
     private static final int MAX_BODY_BYTES = 64 * 1024;
 
     private final java.util.function.Function<KvCommand, io.vertx.core.Future<byte[]>> writer;
@@ -177,10 +177,9 @@ public final class AutopilotHttpApi {
     private void put(HttpApi http, HttpServerRequest request) {
         long cas;
         try {
-            String casParam = request.getParam("cas");
-            cas = casParam == null ? KvCommand.NO_CAS : Long.parseUnsignedLong(casParam);
-        } catch (NumberFormatException e) {
-            HttpApi.error(request, 400, "cas must be an index");
+            cas = KvHttpApi.casParam(request);
+        } catch (KvHttpApi.BadRequest e) {
+            HttpApi.error(request, 400, e.getMessage());
             return;
         }
         http.readBody(request, MAX_BODY_BYTES, "autopilot configuration", body -> write(request, body, cas));

@@ -456,12 +456,17 @@ public final class HttpApi {
     }
 
     /**
-     * A path segment, percent-decoded as UTF-8 ({@code +} stays a plus, as in a path).
+     * A path segment as the request line carried it, percent-decoded as UTF-8 ({@code +} stays a plus, as in a path).
+     * The request line is read as ISO-8859-1 (one character per byte), so a character up to U+00FF is the byte the
+     * client sent — a raw UTF-8 name, as curl sends it, decodes as the same name as its percent-encoded form — and the
+     * bytes must be valid UTF-8: two names that are different bytes are never made one string (invalid bytes are not
+     * replaced with U+FFFD).
      *
-     * @throws IllegalArgumentException for a {@code %} not followed by two hexadecimal digits
+     * @throws IllegalArgumentException for a {@code %} not followed by two hexadecimal digits, or bytes that are not
+     *                                  valid UTF-8
      */
     public static String percentDecode(String text) {
-        if (text.indexOf('%') < 0) {
+        if (text.indexOf('%') < 0 && text.chars().allMatch(c -> c < 0x80)) {
             return text;
         }
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(text.length());
@@ -473,12 +478,42 @@ public final class HttpApi {
                 }
                 bytes.write(Character.digit(text.charAt(i + 1), 16) * 16 + Character.digit(text.charAt(i + 2), 16));
                 i += 2;
-            } else {
-                byte[] encoded = String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            } else if (c <= 0xFF) {
+                bytes.write(c); // a byte of the request line as it came
+            } else { // not from the wire (the line is read one byte per character): the character itself
+                int codePoint = text.codePointAt(i);
+                byte[] encoded = new String(Character.toChars(codePoint)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
                 bytes.write(encoded, 0, encoded.length);
+                i += Character.charCount(codePoint) - 1;
             }
         }
-        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+        return decodeUtf8(bytes.toByteArray());
+    }
+
+    /**
+     * {@code bytes} as UTF-8, strictly: malformed sequences, overlong forms and encoded surrogates are refused.
+     *
+     * @throws IllegalArgumentException saying that they are not valid UTF-8, and where
+     */
+    public static String decodeUtf8(byte[] bytes) {
+        try {
+            return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+                    .decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            int at = e instanceof java.nio.charset.MalformedInputException malformed ? firstInvalid(bytes) : -1;
+            throw new IllegalArgumentException("not valid UTF-8" + (at >= 0 ? " (byte " + at + ")" : ""));
+        }
+    }
+
+    /** The offset of the first byte that does not start a valid UTF-8 sequence, or -1. */
+    private static int firstInvalid(byte[] bytes) {
+        java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder();
+        java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+        java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length + 1);
+        java.nio.charset.CoderResult result = decoder.decode(in, out, true);
+        return result.isError() ? in.position() : -1;
     }
 
     /** A JSON object from a map, keys sorted: for stable output. */

@@ -3,6 +3,7 @@ package io.conclave.engine.raft.http;
 import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.kv.Unsigned64;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
@@ -37,6 +38,25 @@ public final class KvHttpApi {
     /** While there is no leader, a request waits this long for one, then fails with 500, as Consul's does. */
     static final Duration NO_LEADER_WAIT = Duration.ofSeconds(5);
     static final long NO_LEADER_RETRY_MILLIS = 25;
+    /**
+     * How long a write forwarded to the leader waits, once the leader answered it applied, for this server to have
+     * applied it too, so that the client's next default-mode read here shows it (read-your-writes through a follower,
+     * which Consul gives by serving default reads on its leader). A follower learns the commit index from the leader's
+     * next message, within a heartbeat interval (100 ms by default); the ReadIndex round asked for first brings it
+     * at once. 2 s is the default election timeout's upper bound: a follower that has not applied the entry by then
+     * has lost touch with the leader. Past it the write is answered all the same — it is applied, and a 500 would make
+     * clients repeat a write that was done — and the late visibility is logged and counted.
+     */
+    static final Duration OWN_WRITE_VISIBLE_WAIT = Duration.ofSeconds(2);
+    /**
+     * ReadIndex rounds a forwarded write asks of the leader, at most, to bring the commit index here: one may come
+     * too early — the leader sends a follower the commit index only as far as that follower has acknowledged entries,
+     * and its acknowledgement of this write may still be on its way — and after a few the next heartbeat does it.
+     */
+    static final int MAX_VISIBILITY_ROUNDS = 3;
+    /** How long after a ReadIndex round a forwarded write waits to be applied here before asking for another. */
+    static final Duration VISIBILITY_ROUND_WAIT = Duration.ofMillis(10);
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("conclave.http");
 
 
     private final Vertx vertx;
@@ -46,6 +66,9 @@ public final class KvHttpApi {
     private final Duration attemptTimeout;
     private final io.conclave.engine.raft.kv.KvWatches watches;
     private HttpApi http;
+    private final java.util.concurrent.atomic.AtomicLong answeredBeforeVisible = new java.util.concurrent.atomic.AtomicLong();
+    private final io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog lateLog =
+            new io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog(60_000);
 
     /**
      * @param forwarder      where a follower sends writes and linearizable reads; {@code null} to refuse them
@@ -100,21 +123,25 @@ public final class KvHttpApi {
         return key;
     }
 
-    /** A parameter that must be an unsigned 64-bit number; {@code defaultValue} when absent. */
+    /**
+     * A parameter that must be an unsigned 64-bit number, as Consul's {@code strconv.ParseUint} reads it, held as its 64
+     * bits ({@link Unsigned64}); {@code defaultValue} when absent.
+     */
     static long unsignedParam(HttpServerRequest request, String name, long defaultValue) {
         String text = request.getParam(name);
         if (text == null) {
             return defaultValue;
         }
         try {
-            long value = Long.parseUnsignedLong(text);
-            if (value < 0) {
-                throw new NumberFormatException();
-            }
-            return value;
-        } catch (NumberFormatException e) {
-            throw new BadRequest("invalid " + name + " '" + text + "': expected a non-negative number");
+            return Unsigned64.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new BadRequest("invalid " + name + ": " + e.getMessage());
         }
+    }
+
+    /** {@code ?cas=}: absent, unconditional; else the ModifyIndex the write expects ({@link KvCommand#expecting}). */
+    static long casParam(HttpServerRequest request) {
+        return request.getParam("cas") == null ? KvCommand.NO_CAS : KvCommand.expecting(unsignedParam(request, "cas", 0));
     }
 
     /**
@@ -168,7 +195,8 @@ public final class KvHttpApi {
         boolean stale;
         try {
             key = key(request);
-            index = unsignedParam(request, "index", 0);
+            long given = unsignedParam(request, "index", 0);
+            index = given < 0 ? Long.MAX_VALUE : given; // 2^63 or above, which no Raft index reaches: the whole wait, as Consul's
             wait = waitParam(request);
             stale = staleAllowed(request);
             if (request.params().contains("keys") && request.params().contains("raw")) {
@@ -306,7 +334,7 @@ public final class KvHttpApi {
                 throw new BadRequest("missing key name");
             }
             flags = unsignedParam(request, "flags", 0);
-            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            cas = casParam(request);
             acquire = request.getParam("acquire");
             release = request.getParam("release");
             if ((acquire != null && acquire.isEmpty()) || (release != null && release.isEmpty())) {
@@ -332,7 +360,7 @@ public final class KvHttpApi {
         long cas;
         try {
             key = key(request);
-            cas = request.getParam("cas") == null ? KvCommand.NO_CAS : unsignedParam(request, "cas", 0);
+            cas = casParam(request);
             if (request.params().contains("recurse") && cas != KvCommand.NO_CAS) {
                 throw new BadRequest("cas cannot be combined with recurse");
             }
@@ -406,15 +434,25 @@ public final class KvHttpApi {
     }
 
     /**
+     * A write's outcome: the state machine's answer, and, when another server (the leader) applied it, the index of
+     * its entry there and that server — what this one applies up to before answering; {@code index} 0: nothing to
+     * wait for (applied here, or nothing written, or this server applies nothing more).
+     */
+    private record Outcome(byte[] result, long index, String appliedBy) {
+    }
+
+    /**
      * Proposes here if this server leads, else forwards to the leader (a refusal there is certainly not applied). A
      * server removed from the cluster (shut down by its removal, draining before it exits) forwards to the leader
      * that removed it, so that clients still talking to it are served until it is gone.
      */
-    private Future<byte[]> propose(byte[] command) {
-        return node.propose(command).recover(error -> {
+    private Future<Outcome> propose(byte[] command) {
+        return node.proposeIndexed(command).map(applied -> new Outcome(applied.result(), 0, null)).recover(error -> {
             if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
                     && (notLeader.reason() == Refusal.NOT_LEADER || notLeader.reason() == Refusal.STOPPED)) {
-                return forwarder.forward(notLeader.leaderId(), command);
+                boolean appliesMore = notLeader.reason() == Refusal.NOT_LEADER; // a removed server's state no longer moves
+                return forwarder.forward(notLeader.leaderId(), command).map(applied -> new Outcome(applied.result(),
+                        appliesMore ? applied.index() : 0, notLeader.leaderId()));
             }
             return Future.failedFuture(error);
         });
@@ -422,12 +460,65 @@ public final class KvHttpApi {
 
     /**
      * Proposes {@code command} on the leader (forwarded from a follower), tried again while certainly not applied,
-     * each attempt bounded: what a write through the API does. Completes with the state machine's answer.
+     * each attempt bounded: what a write through the API does. Completes with the state machine's answer, once this
+     * server has applied the write too (within {@link #OWN_WRITE_VISIBLE_WAIT}): every writer — keys, transactions,
+     * sessions, ACLs, autopilot's settings, a snapshot's restore — comes this way, so a write answered through a
+     * server is in that server's next default-mode read.
      */
     public Future<byte[]> submit(KvCommand command) {
         byte[] encoded = command.encode();
         return retryWhileNotApplied(() -> bounded(propose(encoded), () -> new OutcomeUnknownException("no answer within "
-                + attemptTimeout.toMillis() + " ms; the write may or may not be applied")), deadlineForLeader());
+                + attemptTimeout.toMillis() + " ms; the write may or may not be applied")), deadlineForLeader())
+                .compose(outcome -> visibleHere(outcome).map(outcome.result()));
+    }
+
+    /**
+     * Completes once this server has applied the write of {@code outcome} (at once when it has, or there is nothing to
+     * wait for): a ReadIndex round asked of the leader brings the commit index here at once, instead of with the
+     * next heartbeat. Never fails: past {@link #OWN_WRITE_VISIBLE_WAIT} the write is answered all the same, logged
+     * and counted.
+     */
+    private Future<Void> visibleHere(Outcome outcome) {
+        long index = outcome.index();
+        if (index == 0 || node.status().appliedIndex() >= index || node.status().role() == io.conclave.engine.raft.core.Role.SHUTDOWN) {
+            return Future.succeededFuture();
+        }
+        Future<Long> applied = node.awaitApplied(index);
+        Future<Long> nudged = nudge(outcome.appliedBy(), applied, MAX_VISIBILITY_ROUNDS).transform(ignored -> applied);
+        return within(vertx, nudged, OWN_WRITE_VISIBLE_WAIT, () -> new TimeoutException("not applied here within "
+                + OWN_WRITE_VISIBLE_WAIT.toMillis() + " ms")).transform(done -> {
+                    if (done.failed()) {
+                        answeredBeforeVisible.incrementAndGet();
+                        if (lateLog.due()) {
+                            LOG.warn("a write forwarded to the leader (index {}) was answered before this server applied it: {}"
+                                    + " (applied here: {}); its client's next read here may not show it", index,
+                                    done.cause().getMessage(), node.status().appliedIndex());
+                        }
+                    }
+                    return Future.succeededFuture();
+                });
+    }
+
+    /**
+     * Asks {@code leader} for a ReadIndex round — its heartbeats carry the commit index — until {@code applied}
+     * completes, at most {@code rounds} times, waiting {@link #VISIBILITY_ROUND_WAIT} after each; then completes (the
+     * leader's next heartbeat does the rest). Never fails: a round that fails only ends the asking.
+     */
+    private Future<Void> nudge(String leader, Future<Long> applied, int rounds) {
+        if (applied.isComplete() || rounds == 0) {
+            return Future.succeededFuture();
+        }
+        return forwarder.readIndex(leader)
+                .transform(round -> round.failed() ? Future.<Void>succeededFuture() : within(vertx, applied, VISIBILITY_ROUND_WAIT,
+                        () -> new TimeoutException("not yet")).transform(waited -> nudge(leader, applied, rounds - 1)));
+    }
+
+    /**
+     * Writes answered as applied before this server had applied them ({@link #OWN_WRITE_VISIBLE_WAIT} passed), so
+     * that a read here right after may not have shown them.
+     */
+    public long writesAnsweredBeforeVisible() {
+        return answeredBeforeVisible.get();
     }
 
     private void write(HttpServerRequest request, KvCommand command) {

@@ -5,6 +5,7 @@ import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.SnapshotArchive;
+import io.conclave.engine.raft.kv.SystemKeys;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.transport.Limits;
 import io.vertx.core.Future;
@@ -28,8 +29,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Consul's {@code /v1/snapshot}: {@code GET} saves the key/value store (every key, and the engine's replicated
- * settings such as autopilot's) as a {@link SnapshotArchive}, read consistently through the leader unless
+ * Consul's {@code /v1/snapshot}: {@code GET} saves the key/value store (every key, and the engine's system entries:
+ * ACL tokens — their secrets only as hashes — and policies, and replicated settings such as autopilot's) as a
+ * {@link SnapshotArchive}, read consistently through the leader unless
  * {@code ?stale}; {@code PUT} restores one, through the Raft log as every write goes, so that every server
  * replaces its state at the same log index and nothing is ever applied on one server only.
  *
@@ -40,6 +42,10 @@ import org.slf4j.LoggerFactory;
  * Writes accepted meanwhile are applied and then replaced by the restore, as later writes replace earlier ones.
  * A restore that fails part-way proposes {@code RESTORE_ABORT}: the store is unchanged. One restore at a time per
  * server; one started elsewhere meanwhile makes this one fail, not mix with it.
+ *
+ * <p>A restore brings the archive's ACL tokens and policies back, as Consul's does: a token deleted since the archive
+ * was saved is valid again (logged at WARN, with how many); tokens and policies created since are kept. Sessions are
+ * not in the archive.
  *
  * <p>Unlike Consul's, the archive holds the key/value store, not the Raft log and configuration: restoring into
  * another cluster keeps that cluster's servers, and every restored key is written anew at the restore's log index
@@ -267,10 +273,13 @@ public final class SnapshotHttpApi {
         LOG.info("snapshot restore {}: {} keys and {} system entries from {} (index {} of datacenter {}, saved {})", id,
                 state.entries().size(), state.system().size(), contents.meta().getString("Node", "?"),
                 contents.meta().getValue("Index"), contents.meta().getString("Datacenter", "?"), contents.meta().getString("Created", "?"));
-        return chunks(id, 0, users, system).compose(count -> expect(kv.submit(new KvCommand(KvCommand.Op.RESTORE_COMMIT, id,
-                        new byte[0], total, count)), "was replaced by another restore started meanwhile; the store holds that one, or is"
-                        + " unchanged"))
-                .onSuccess(v -> LOG.info("snapshot restore {}: done", id))
+        SnapshotArchive.Holdings holdings = SnapshotArchive.Holdings.of(state);
+        return chunks(id, 0, users, system)
+                .compose(count -> node.read(machine -> ((KvStateMachine) machine).state().system()) // O(1): the map as it is now
+                        .compose(live -> expect(kv.submit(new KvCommand(KvCommand.Op.RESTORE_COMMIT, id, new byte[0], total, count)),
+                                "was replaced by another restore started meanwhile; the store holds that one, or is unchanged")
+                                .map(v -> revived(state.system(), live))))
+                .onSuccess(revived -> logAcls(id, holdings, revived))
                 .recover(error -> {
                     LOG.warn("snapshot restore {} failed: {}", id, error.getMessage());
                     kv.submit(new KvCommand(KvCommand.Op.RESTORE_ABORT, id, new byte[0], 0, KvCommand.NO_CAS))
@@ -279,6 +288,46 @@ public final class SnapshotHttpApi {
                     return Future.failedFuture(error);
                 })
                 .map(v -> contents);
+    }
+
+    /** The most accessor IDs a restore's log line names (the count is always given). */
+    static final int MAX_NAMED_TOKENS = 10;
+
+    /**
+     * The ACL tokens and policies of {@code archived} that {@code live} lacks or holds deleted: what the restore makes
+     * valid again (a token deleted since the archive was saved works again, as after Consul's restore).
+     */
+    static List<String> revived(java.util.Map<String, KvEntry> archived, java.util.Map<String, KvEntry> live) {
+        List<String> revived = new ArrayList<>();
+        for (KvEntry entry : archived.values()) {
+            boolean acl = entry.key().startsWith(SystemKeys.ACL_TOKEN_PREFIX) || entry.key().startsWith(SystemKeys.ACL_POLICY_PREFIX);
+            KvEntry now = live.get(entry.key());
+            if (acl && entry.value().length > 0 && (now == null || now.value().length == 0)) {
+                revived.add(entry.key());
+            }
+        }
+        return revived;
+    }
+
+    /**
+     * Says what a restore did to the ACLs: at WARN when it brought back tokens or policies this cluster had deleted (or
+     * never had), naming up to {@link #MAX_NAMED_TOKENS} token accessors (not secrets: the archive holds only their
+     * hashes); at INFO otherwise.
+     */
+    private static void logAcls(String id, SnapshotArchive.Holdings holdings, List<String> revived) {
+        List<String> tokens = revived.stream().filter(key -> key.startsWith(SystemKeys.ACL_TOKEN_PREFIX))
+                .map(key -> key.substring(SystemKeys.ACL_TOKEN_PREFIX.length())).toList();
+        long policies = revived.size() - tokens.size();
+        if (revived.isEmpty()) {
+            LOG.info("snapshot restore {}: done; the archive's {} ACL tokens and {} policies were restored with it, none of them"
+                    + " deleted here", id, holdings.aclTokens(), holdings.aclPolicies());
+            return;
+        }
+        LOG.warn("snapshot restore {}: done; it brought back {} ACL token(s) and {} policy(ies) deleted here since the archive was"
+                + " saved (or never in this cluster), valid again on every server: tokens {}{} (the archive's {} tokens and {} policies"
+                + " were restored; those created here since are kept)", id, tokens.size(), policies,
+                tokens.subList(0, Math.min(tokens.size(), MAX_NAMED_TOKENS)), tokens.size() > MAX_NAMED_TOKENS ? " and more" : "",
+                holdings.aclTokens(), holdings.aclPolicies());
     }
 
     /** Proposes the chunks from {@code seq} on, one after another; completes with their number. */

@@ -48,7 +48,7 @@ public final class TxnHttpApi {
             return;
         }
         http.readBody(request, MAX_BODY_BYTES, "a transaction", body -> vertx.executeBlocking(
-                () -> KvTxn.parse(body.toString(StandardCharsets.UTF_8), Limits.MAX_KEY_BYTES), false).onComplete(parsed -> {
+                () -> KvTxn.parse(utf8(body.getBytes()), Limits.MAX_KEY_BYTES), false).onComplete(parsed -> {
                     if (parsed.failed()) {
                         if (parsed.cause() instanceof KvTxn.Invalid invalid) {
                             HttpApi.error(request, invalid.status(), invalid.getMessage());
@@ -78,6 +78,15 @@ public final class TxnHttpApi {
                                 .onFailure(error -> KvHttpApi.fail(request, error));
                     }
                 }));
+    }
+
+    /** The body as text; bytes that are not UTF-8 are refused, never replaced (two keys would become one). */
+    private static String utf8(byte[] body) {
+        try {
+            return HttpApi.decodeUtf8(body);
+        } catch (IllegalArgumentException e) {
+            throw new KvTxn.Invalid(400, "Failed to parse body: " + e.getMessage());
+        }
     }
 
     /** Whether the token may make {@code op}: every operation of a transaction must be allowed, or none is made. */

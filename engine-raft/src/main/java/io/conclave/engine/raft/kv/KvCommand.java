@@ -42,6 +42,16 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas, S
 
     public static final long NO_CAS = -1;
 
+    /**
+     * The {@code cas} of a write that expects ModifyIndex {@code index} (an unsigned 64-bit number, as Consul's): the
+     * index itself, except 2^64-1, whose 64 bits are {@link #NO_CAS}'s. No entry ever has either ModifyIndex (Raft
+     * indexes stay below 2^63), so it becomes 2^63, which fails the check the same way: a write that cannot hold is
+     * refused, never turned into an unconditional one.
+     */
+    public static long expecting(long index) {
+        return index == NO_CAS ? Long.MIN_VALUE : index;
+    }
+
     public byte[] encode() {
         byte[] keyBytes = key.getBytes(StandardCharsets.UTF_8);
         byte[] valueBytes = value == null ? new byte[0] : value;

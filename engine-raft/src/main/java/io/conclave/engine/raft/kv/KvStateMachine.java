@@ -621,7 +621,8 @@ public final class KvStateMachine implements StateMachine {
                     return "failed to check index, key " + quoted + " doesn't exist";
                 }
                 if (entry.modifyIndex() != op.index()) {
-                    return "failed index check for key " + quoted + ", current modify index " + entry.modifyIndex() + " != " + op.index();
+                    return "failed index check for key " + quoted + ", current modify index " + entry.modifyIndex() + " != "
+                            + Unsigned64.toString(op.index());
                 }
                 results.add(KvTxn.entryJson(entry, false));
                 return null;
@@ -750,6 +751,60 @@ public final class KvStateMachine implements StateMachine {
             TreePMap<String, KvEntry> systemEntries = version == 1 ? TreePMap.empty() : readEntries(data);
             return new State(stateIndex, users, systemEntries);
         }
+
+        /**
+         * What a state written by {@link #writeTo} holds, read to its end without keeping it (values are skipped, so
+         * memory stays small whatever its size): the number of users' keys, and the keys of the system entries that
+         * are not deletions. Throws {@link IOException} naming what is wrong with damaged content.
+         */
+        public static Census census(DataInputStream data) throws IOException {
+            int version = data.readInt();
+            if (version != 1 && version != STATE_VERSION) {
+                throw new IOException("unknown key/value state version " + version);
+            }
+            long stateIndex = data.readLong();
+            long keys = walkEntries(data, (key, length) -> { });
+            List<String> system = new ArrayList<>();
+            if (version != 1) {
+                walkEntries(data, (key, length) -> {
+                    if (length > 0) {
+                        system.add(key);
+                    }
+                });
+            }
+            return new Census(stateIndex, keys, List.copyOf(system));
+        }
+    }
+
+    /**
+     * A state's content counted ({@link State#census}).
+     *
+     * @param index      the store's index then
+     * @param keys       how many users' keys
+     * @param systemKeys the keys of its system entries that are not deletions ({@link SystemKeys})
+     */
+    public record Census(long index, long keys, List<String> systemKeys) {
+    }
+
+    /** Reads a list of entries as {@link #writeEntries} writes it, telling {@code each} every key and value length; their count. */
+    private static long walkEntries(DataInputStream data, java.util.function.ObjLongConsumer<String> each) throws IOException {
+        int count = data.readInt();
+        if (count < 0) {
+            throw new IOException("damaged key/value snapshot: " + count + " entries");
+        }
+        for (int i = 0; i < count; i++) {
+            String key = data.readUTF();
+            data.readLong(); // flags
+            data.readLong(); // create index
+            data.readLong(); // modify index
+            int length = data.readInt();
+            if (length < 0 || length > io.conclave.engine.raft.transport.Limits.MAX_ENTRY_BYTES) {
+                throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
+            }
+            data.skipNBytes(length);
+            each.accept(key, length);
+        }
+        return count;
     }
 
     private static void write(OutputStream output, KvView view, Map<String, KvEntry> system, Staging staging,

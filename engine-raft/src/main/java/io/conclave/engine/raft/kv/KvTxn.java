@@ -68,7 +68,7 @@ public final class KvTxn {
     public static final class Invalid extends RuntimeException {
         private final int status;
 
-        Invalid(int status, String message) {
+        public Invalid(int status, String message) {
             super(message, null, false, false);
             this.status = status;
         }
@@ -154,6 +154,10 @@ public final class KvTxn {
             if (key == null || (key.isEmpty() && verb != Verb.GET_TREE && verb != Verb.DELETE_TREE)) {
                 throw new Invalid(400, "operation " + i + ": missing key");
             }
+            if (!wellFormed(key)) {
+                throw new Invalid(400, "operation " + i + ": Key is not valid Unicode (a lone surrogate escape): it has no UTF-8 bytes"
+                        + " of its own, and would become another key's name");
+            }
             if (key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > maxKeyBytes) {
                 throw new Invalid(400, "operation " + i + ": key above the " + maxKeyBytes + " byte limit");
             }
@@ -166,6 +170,9 @@ public final class KvTxn {
             }
             long flags = number(kv, "Flags", i);
             long index = number(kv, "Index", i);
+            if (verb == Verb.CAS || verb == Verb.DELETE_CAS) {
+                index = KvCommand.expecting(index); // 2^64-1 is no "unconditional": it fails as any index no entry has
+            }
             String session = string(kv, "Session", i);
             if ((verb == Verb.LOCK || verb == Verb.UNLOCK || verb == Verb.CHECK_SESSION) && (session == null || session.isEmpty())) {
                 if (verb != Verb.CHECK_SESSION) {
@@ -177,6 +184,19 @@ public final class KvTxn {
                     session == null || session.isEmpty() ? null : session));
         }
         return ops;
+    }
+
+    /** Whether every surrogate in {@code text} is half of a pair: then it has one UTF-8 form, its own. */
+    static boolean wellFormed(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static Map<String, Object> caseless(JsonObject json) {
@@ -193,20 +213,23 @@ public final class KvTxn {
         return (String) value;
     }
 
+    /** A uint64 field, read exactly as Go decodes one ({@link Unsigned64}): never wrapped modulo 2^64. */
     private static long number(Map<String, Object> fields, String name, int op) {
         Object value = fields.get(name);
         if (value == null) {
             return 0;
         }
-        if (!(value instanceof Number number) || number.doubleValue() < 0 || number.doubleValue() != Math.floor(number.doubleValue())) {
-            throw new Invalid(400, "operation " + op + ": " + name + " must be a non-negative whole number");
+        try {
+            return Unsigned64.fromJson(value);
+        } catch (IllegalArgumentException e) {
+            throw new Invalid(400, "operation " + op + ": " + name + " must be an unsigned 64-bit whole number: " + e.getMessage());
         }
-        return number.longValue();
     }
 
     /** An entry as a transaction's result shows it: the value only for {@code get} and {@code get-tree}, as Consul's. */
     static JsonObject entryJson(KvEntry entry, boolean withValue) {
-        JsonObject json = new JsonObject().put("LockIndex", entry.lockIndex()).put("Key", entry.key()).put("Flags", entry.flags());
+        JsonObject json = new JsonObject().put("LockIndex", entry.lockIndex()).put("Key", entry.key())
+                .put("Flags", Unsigned64.toJson(entry.flags()));
         if (withValue && entry.value().length > 0) {
             json.put("Value", Base64.getEncoder().encodeToString(entry.value()));
         } else {

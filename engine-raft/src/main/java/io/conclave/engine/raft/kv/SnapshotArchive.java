@@ -15,7 +15,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
 
 /**
  * A user's snapshot of the key/value store, as {@code conclave snapshot save} writes it and
@@ -45,8 +48,58 @@ public final class SnapshotArchive {
     public record Contents(JsonObject meta, KvStateMachine.State state) {
     }
 
-    /** What {@link #inspect} finds: the metadata, the state's size and the file's size. */
-    public record Summary(JsonObject meta, long stateBytes, long fileBytes) {
+    /** What {@link #inspect} finds: the metadata, the state's size, the file's size, and what the state holds. */
+    public record Summary(JsonObject meta, long stateBytes, long fileBytes, Holdings holdings) {
+    }
+
+    /**
+     * What an archive holds, counted: the users' keys, and its system entries — ACL tokens and policies (a restore
+     * brings them back, as Consul's does), whether ACLs were bootstrapped, and the replicated settings. Sessions are
+     * never in an archive (restored keys hold no lock).
+     *
+     * @param settings the replicated settings it holds, by name ({@code autopilot}); a system entry of a kind this
+     *                 version does not know is named by its key
+     */
+    public record Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings) {
+
+        /** The holdings of a state with {@code keys} users' keys and these system entries that are not deletions. */
+        public static Holdings of(long keys, Collection<String> systemKeys) {
+            long tokens = 0;
+            long policies = 0;
+            boolean bootstrapped = false;
+            List<String> settings = new ArrayList<>();
+            for (String key : systemKeys) {
+                if (key.startsWith(SystemKeys.ACL_TOKEN_PREFIX)) {
+                    tokens++;
+                } else if (key.startsWith(SystemKeys.ACL_POLICY_PREFIX)) {
+                    policies++;
+                } else if (key.equals(SystemKeys.ACL_BOOTSTRAP)) {
+                    bootstrapped = true;
+                } else if (key.equals(SystemKeys.AUTOPILOT_SETTINGS)) {
+                    settings.add("autopilot");
+                } else if (!key.startsWith(SystemKeys.ACL_POLICY_NAME_PREFIX)) { // a name's guard goes with its policy
+                    settings.add(key);
+                }
+            }
+            return new Holdings(keys, tokens, policies, bootstrapped, List.copyOf(settings));
+        }
+
+        /** The holdings of {@code state}. */
+        public static Holdings of(KvStateMachine.State state) {
+            List<String> live = new ArrayList<>();
+            state.system().values().forEach(entry -> {
+                if (entry.value().length > 0) {
+                    live.add(entry.key());
+                }
+            });
+            return of(state.entries().size(), live);
+        }
+
+        /** As {@code snapshot inspect -format=json} shows them. */
+        public JsonObject toJson() {
+            return new JsonObject().put("Keys", keys).put("AclTokens", aclTokens).put("AclPolicies", aclPolicies)
+                    .put("AclBootstrapped", aclBootstrapped).put("Sessions", 0).put("Settings", new io.vertx.core.json.JsonArray(settings));
+        }
     }
 
     private SnapshotArchive() {
@@ -98,11 +151,27 @@ public final class SnapshotArchive {
         }
     }
 
-    /** Checks an archive's digest and layout and returns its metadata, without parsing the state. Blocking. */
+    /**
+     * Checks an archive's digest and layout and returns its metadata and what its state holds, counted as the state
+     * is read through once without being kept (memory stays small whatever its size). Blocking.
+     */
     public static Summary inspect(Path file) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             Layout layout = check(channel);
-            return new Summary(layout.meta, layout.stateBytes, channel.size());
+            DataInputStream data = new DataInputStream(new BufferedInputStream(limited(Channels.newInputStream(
+                    channel.position(layout.stateStart)), layout.stateBytes), 64 * 1024));
+            KvStateMachine.Census census;
+            try {
+                census = KvStateMachine.State.census(data);
+            } catch (java.io.EOFException e) {
+                throw new IOException("damaged snapshot " + file + ": its state ends early");
+            } catch (IOException e) {
+                throw new IOException("damaged snapshot " + file + ": its state does not read: " + e.getMessage(), e);
+            }
+            if (data.read() != -1) {
+                throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
+            }
+            return new Summary(layout.meta, layout.stateBytes, channel.size(), Holdings.of(census.keys(), census.systemKeys()));
         }
     }
 

@@ -104,8 +104,8 @@ public final class RaftNode {
     private final StateMachine stateMachine;
     private final Transport transport;
     private final Options options;
-    private final PendingWrites<Promise<byte[]>> pendingWrites;
-    private final Map<Long, Promise<byte[]>> heldWrites = new HashMap<>();
+    private final PendingWrites<Promise<Applied>> pendingWrites;
+    private final Map<Long, Promise<Applied>> heldWrites = new HashMap<>();
     private final Map<Long, Promise<Long>> pendingReads = new HashMap<>();
     private final List<Object[]> readsAwaitingApply = new ArrayList<>();
     /** Received snapshots, whole and checked, not installed yet, by the leader's snapshot ID (on the context). */
@@ -470,7 +470,20 @@ public final class RaftNode {
     }
 
     public Future<byte[]> propose(byte[] command) {
-        Promise<byte[]> promise = Promise.promise();
+        return proposeIndexed(command).map(Applied::result);
+    }
+
+    /**
+     * A command's result and the index of the log entry that carried it, as this server applied it: what a server
+     * that forwarded the write waits for before its next read ({@code index} 0 when no entry was written: the
+     * leader's admission check answered).
+     */
+    public record Applied(long index, byte[] result) {
+    }
+
+    /** As {@link #propose}, with the index of the command's entry. */
+    public Future<Applied> proposeIndexed(byte[] command) {
+        Promise<Applied> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) { // stopped, or its storage failed: nothing reaches the core, so certainly not applied
                 promise.fail(new RefusedException(Refusal.STOPPED, null, null));
@@ -479,7 +492,7 @@ public final class RaftNode {
             if (core.role() == Role.LEADER) {
                 byte[] answer = admission.apply(command);
                 if (answer != null) {
-                    promise.complete(answer);
+                    promise.complete(new Applied(0, answer));
                     return;
                 }
             }
@@ -490,7 +503,7 @@ public final class RaftNode {
         return promise.future();
     }
 
-    private void handleOutcome(ProposalOutcome outcome, Promise<byte[]> promise) {
+    private void handleOutcome(ProposalOutcome outcome, Promise<Applied> promise) {
         if (outcome instanceof ProposalOutcome.Appended appended) {
             pendingWrites.add(appended.index(), appended.term(), promise, System.nanoTime());
         } else if (outcome instanceof ProposalOutcome.Held held) {
@@ -519,7 +532,7 @@ public final class RaftNode {
      * {@link RefusedException} when refused (not the leader, a change already in progress, or invalid).
      */
     public Future<Void> changeConfiguration(io.conclave.engine.raft.core.ConfigChange change) {
-        Promise<byte[]> promise = Promise.promise();
+        Promise<Applied> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) {
                 promise.fail(new RefusedException(Refusal.STOPPED, null, null));
@@ -857,7 +870,7 @@ public final class RaftNode {
 
         @Override
         public void outcome(ProposalOutcome outcome) {
-            Promise<byte[]> held = heldWrites.remove(outcome.requestId());
+            Promise<Applied> held = heldWrites.remove(outcome.requestId());
             if (held != null) {
                 handleOutcome(outcome, held);
             }
@@ -983,7 +996,7 @@ public final class RaftNode {
         applied = entry.index();
         pendingWrites.applied(entry, pending -> {
             metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
-            settle(() -> pending.handle().complete(result));
+            settle(() -> pending.handle().complete(new Applied(entry.index(), result)));
         }, this::answerNotApplied);
     }
 
@@ -1011,7 +1024,7 @@ public final class RaftNode {
         pendingWrites.certainlyNotApplied(core.commitIndex(), core::termAt, this::answerNotApplied);
     }
 
-    private void answerNotApplied(PendingWrites.Pending<Promise<byte[]>> pending) {
+    private void answerNotApplied(PendingWrites.Pending<Promise<Applied>> pending) {
         settle(() -> pending.handle().fail(new RefusedException(Refusal.NOT_APPLIED, core.leaderId(), leaderAddress(core.leaderId()))));
     }
 

@@ -128,13 +128,17 @@ public final class GrpcRaftTransport {
                 }
             });
         } else {
-            // a peer speaking TLS to this plain-text port (it has tls.internal_rpc, this server not): say so, then the
-            // default answer (400, closed)
+            // bytes that do not read as HTTP: say what is known — who sent them and the decoder's reason — then the
+            // default answer (400, closed). A server with tls.internal_rpc speaking TLS here is one cause, a scan or any
+            // other client another: the decoder sees no difference (it skips a TLS record's leading control bytes).
             server.invalidRequestHandler(request -> {
                 refusedHandshakes.incrementAndGet();
                 if (handshakeLog.due()) {
-                    LOG.warn("refused a request on the server port that is not gRPC over HTTP/2 (from {}): a peer speaking TLS"
-                            + " to this port, which has no tls.internal_rpc?", request.remoteAddress());
+                    Object decoded = request.decoderResult(); // Netty's "failure(<the decoder's exception>)"
+                    LOG.warn("refused a request on the server port that is not gRPC over HTTP/2 (from {}): its bytes do not read as an"
+                            + " HTTP request ({}). This port speaks plain-text gRPC (no tls.internal_rpc here); a server with"
+                            + " tls.internal_rpc would send such bytes, as would any client that is not a Conclave server",
+                            request.remoteAddress(), decoded == null ? "no reason given" : brief(String.valueOf(decoded)));
                 }
                 io.vertx.core.http.HttpServerRequest.DEFAULT_INVALID_REQUEST_HANDLER.handle(request);
             });

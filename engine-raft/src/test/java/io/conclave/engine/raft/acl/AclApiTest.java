@@ -179,6 +179,35 @@ class AclApiTest {
     }
 
     @Test
+    void a_restore_brings_back_a_token_deleted_since_the_save_and_says_so_at_warn() throws Exception {
+        policy("restored-reader", "{\"key_prefix\": {\"restored/\": {\"policy\": \"read\"}}}");
+        JsonObject created = token("restored-reader");
+        String secret = created.getString("SecretID");
+        String accessor = created.getString("AccessorID");
+        assertEquals(404, call("GET", "/v1/kv/restored/x", null, secret).statusCode(), "the token works");
+        HttpResponse<byte[]> saved = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + "/v1/snapshot"))
+                .header("X-Consul-Token", INITIAL).timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofByteArray());
+        assertEquals(200, saved.statusCode());
+        assertEquals("true", call("DELETE", "/v1/acl/token/" + accessor, null, INITIAL).body().trim());
+        assertEquals(403, call("GET", "/v1/kv/restored/x", null, secret).statusCode(), "deleted");
+
+        String logged;
+        try (io.conclave.engine.raft.testing.LogCapture log = io.conclave.engine.raft.testing.LogCapture.start()) {
+            HttpResponse<String> restored = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort()
+                            + "/v1/snapshot")).header("X-Consul-Token", INITIAL).timeout(Duration.ofSeconds(30))
+                    .PUT(HttpRequest.BodyPublishers.ofByteArray(saved.body())).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, restored.statusCode(), restored.body());
+            logged = log.text();
+        }
+        // as Consul's restore does: the archive's tokens come back, the deleted one works again
+        assertEquals(404, call("GET", "/v1/kv/restored/x", null, secret).statusCode(), "valid again after the restore");
+        String warning = logged.lines().filter(line -> line.contains("WARN") && line.contains("snapshot restore")).findFirst()
+                .orElseThrow(() -> new AssertionError("no WARN of the restore in:\n" + logged));
+        assertTrue(warning.contains("brought back 1 ACL token(s)") && warning.contains(accessor), warning);
+        assertFalse(warning.contains(secret), "never a secret in a log");
+    }
+
+    @Test
     void bad_policies_and_tokens_are_refused_with_a_message_and_change_nothing() throws Exception {
         int policies = new JsonArray(call("GET", "/v1/acl/policies", null, INITIAL).body()).size();
         int tokens = new JsonArray(call("GET", "/v1/acl/tokens", null, INITIAL).body()).size();

@@ -43,6 +43,26 @@ class AuthorizerTest {
     }
 
     @Test
+    void keyring_is_its_own_rule_that_operator_rules_do_not_give() {
+        Authorizer operator = deny("{\"operator\": \"write\"}");
+        assertTrue(operator.operatorWrite());
+        assertFalse(operator.keyringRead() || operator.keyringWrite(), "operator:write lists no gossip key");
+        Authorizer reader = deny("{\"keyring\": \"read\"}");
+        assertTrue(reader.keyringRead() && !reader.keyringWrite() && !reader.operatorRead());
+        assertTrue(deny("{\"keyring\": \"write\"}").keyringRead(), "write includes read");
+        assertFalse(deny("{\"keyring\": \"write\"}", "{\"keyring\": \"deny\"}").keyringRead(), "deny wins");
+        assertTrue(deny("{\"keyring\": \"read\"}", "{\"keyring\": \"write\"}").keyringWrite(), "write over read");
+        Authorizer allow = Authorizer.of(List.of(AclRules.parse("{\"operator\": \"read\"}")), true);
+        assertTrue(allow.keyringWrite(), "with default_policy allow, what no rule says is allowed, as Consul's");
+        assertFalse(Authorizer.of(List.of(AclRules.parse("{\"keyring\": \"deny\"}")), true).keyringRead());
+        assertTrue(Authorizer.management().keyringRead() && Authorizer.management().keyringWrite(), "global-management");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AclRules.parse("{\"keyring\": {\"policy\": \"read\"}}"))
+                .getMessage().contains("keyring must be"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AclRules.parse("{\"keyring\": \"list\"}"))
+                .getMessage().contains("not one of read, write, deny"));
+    }
+
+    @Test
     void rules_that_are_not_consuls_json_form_are_refused_with_what_is_wrong() {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> AclRules.parse("key_prefix \"app/\" { policy = \"write\" }"))
                 .getMessage().contains("not HCL"));
