@@ -121,6 +121,11 @@ public final class RaftCore {
     private String leaderAtShutdown;
     /** While leading: bytes of data in the entries after the commit index (what {@code maxUncommittedBytes} bounds). */
     private long uncommittedBytes;
+    /**
+     * Appends this server sent while leading, all followers together: each append carries its number in its context,
+     * and a rejection echoes it, so that a rejection can be told fresh from stale ({@link Progress#decreaseTo}).
+     */
+    private long appendsSent;
     private Ready outstanding;
 
     public RaftCore(String id, RaftConfig config, Random random, ServerRemovalPolicy removalPolicy) {
@@ -605,12 +610,13 @@ public final class RaftCore {
     }
 
     /**
-     * What the leader knows of a follower: match index, ticks since contact, and 1 if heard from since this leader
-     * took office (else 0: the ticks tell nothing); {@code null} elsewhere.
+     * What the leader knows of a follower: match index (what it believes the follower holds), ticks since contact, 1 if
+     * heard from since this leader took office (else 0: the ticks tell nothing), and the last index as the follower's
+     * latest answer gave it (see {@link Progress#reportedIndex}); {@code null} elsewhere.
      */
     public long[] followerState(String follower) {
         Progress pr = progress.get(follower);
-        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact, pr.heardFrom ? 1 : 0};
+        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact, pr.heardFrom ? 1 : 0, pr.reportedIndex};
     }
 
     // ---------------------------------------------------------------- roles
@@ -1025,7 +1031,7 @@ public final class RaftCore {
             long hintIndex = log.findConflictByTerm(message.logIndex(), message.logTerm());
             send(Message.of(MessageType.APPEND_RESPONSE, id, message.from(), term)
                     .withLog(message.logIndex(), Math.max(0, log.term(hintIndex)))
-                    .withReject(true, hintIndex).withCommit(log.committed));
+                    .withReject(true, hintIndex).withCommit(log.committed).withContext(message.context()));
             return;
         }
         commitAsFollower(Math.min(message.commit(), lastNew), lastNew >= message.commit());
@@ -1042,7 +1048,8 @@ public final class RaftCore {
         // logIndex carries the leader's own commit: caught up with it, this server may act on a removal
         commitAsFollower(Math.min(message.commit(), log.lastIndex()), log.committed >= message.logIndex()
                 || Math.min(message.commit(), log.lastIndex()) >= message.logIndex());
-        send(Message.of(MessageType.HEARTBEAT_RESPONSE, id, message.from(), term)
+        // with its last index: a leader that believes it holds more learns that it lost entries, even with no write to send
+        send(Message.of(MessageType.HEARTBEAT_RESPONSE, id, message.from(), term).withLog(log.lastIndex(), 0)
                 .withContext(message.context()).withCommit(log.committed).withDeparted(departed));
     }
 
@@ -1110,7 +1117,7 @@ public final class RaftCore {
             return false;
         }
         send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(previousIndex, previousTerm)
-                .withEntries(entries).withCommit(log.committed));
+                .withEntries(entries).withCommit(log.committed).withContext(++appendsSent));
         pr.sent(previousIndex + entries.size(), entries.size());
         return true;
     }
@@ -1143,9 +1150,12 @@ public final class RaftCore {
             return;
         }
         if (message.reject()) {
+            pr.reportedIndex = message.rejectHint();
+            boolean sentAfterMatch = message.context() > pr.appendsSentWhenMatchRose
+                    && !config.has(RaftConfig.UnsafeBug.REJECTION_AT_OR_BELOW_MATCH_DROPPED);
             if (pr.state == Progress.State.SNAPSHOT) {
                 pr.becomeProbe();
-            } else if (pr.decreaseTo(message.logIndex(), leaderHint(message))) {
+            } else if (pr.decreaseTo(message.logIndex(), leaderHint(message), sentAfterMatch)) {
                 if (pr.state == Progress.State.REPLICATE) {
                     pr.becomeProbe();
                 }
@@ -1154,7 +1164,8 @@ public final class RaftCore {
             return;
         }
         boolean wasPaused = pr.isPaused();
-        if (pr.updateMatch(message.logIndex())) {
+        pr.reportedIndex = message.logIndex();
+        if (pr.updateMatch(message.logIndex(), appendsSent)) {
             if (pr.state == Progress.State.PROBE) {
                 pr.becomeReplicate();
             } else if (pr.state == Progress.State.SNAPSHOT && pr.match >= pr.pendingSnapshot) {
@@ -1195,7 +1206,13 @@ public final class RaftCore {
         if (pr.isPaused()) {
             pr.freeFirstInflight();
         }
-        if (pr.match < log.lastIndex() || pr.state == Progress.State.PROBE) {
+        // 0 is no report (a server of an older version); less than match: it lost entries it acknowledged (a restart
+        // after its disk lost synced records). An append then draws the rejection that tells where it stands.
+        boolean reportsLess = message.logIndex() > 0 && message.logIndex() < pr.match;
+        if (message.logIndex() > 0) {
+            pr.reportedIndex = message.logIndex();
+        }
+        if (pr.match < log.lastIndex() || pr.state == Progress.State.PROBE || reportsLess) {
             sendAppend(pr, true);
         }
         if (message.context() > pr.readContextAcked) {
