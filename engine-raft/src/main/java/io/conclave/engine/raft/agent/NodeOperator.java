@@ -34,6 +34,8 @@ final class NodeOperator implements RaftOperator {
         this.admission = admission;
         this.settings = settings;
         node.subscribe(this::translate);
+        // the core waits with a removal, and picks a leaving leader's successor, by autopilot's notion of a voter heard from
+        node.recentContact(() -> settings.get().lastContactThreshold().toMillis());
     }
 
     private void translate(CoreEvent event) {

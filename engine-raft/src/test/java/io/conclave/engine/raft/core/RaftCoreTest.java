@@ -188,6 +188,91 @@ class RaftCoreTest {
         assertEquals(a.lastIndex(), cluster.core("c").lastIndex());
     }
 
+    /** Ticks the whole cluster {@code ticks} times while {@code silent} neither receives nor answers (a paused process). */
+    private static void tickWhileSilent(CoreHarness cluster, String silent, int ticks) {
+        for (int i = 0; i < ticks; i++) {
+            for (RaftCore core : cluster.cores.values()) {
+                if (!core.id().equals(silent)) {
+                    core.tick();
+                }
+            }
+            cluster.processAll();
+            cluster.deliverAll(m -> m.to().equals(silent) || m.from().equals(silent));
+        }
+    }
+
+    @Test
+    void when_a_removal_would_leave_no_reachable_quorum_then_it_is_refused() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 13, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        a.propose(1, DATA);
+        cluster.processAll();
+        cluster.deliverAll();
+        tickWhileSilent(cluster, "b", 3);
+        ProposalOutcome refused = a.proposeConfigChange(2, ConfigChange.remove("c"));
+        assertEquals(ProposalOutcome.Reason.NO_QUORUM_AFTER_CHANGE, ((ProposalOutcome.Refused) refused).reason(),
+                "{a, b} without word from b for 3 ticks: appended, it would cost a its quorum at once");
+        assertEquals(ProposalOutcome.Reason.NO_QUORUM_AFTER_CHANGE,
+                ((ProposalOutcome.Refused) a.proposeConfigChange(3, ConfigChange.addNonVoter("c", "c"))).reason(), "a demotion too");
+        assertInstanceOf(ProposalOutcome.Appended.class, a.proposeConfigChange(4, ConfigChange.remove("b")),
+                "removing the silent voter itself leaves {a, c}, both reachable");
+        assertThrows(IllegalArgumentException.class, () -> a.recentContactTicks(0));
+    }
+
+    @Test
+    void when_a_voter_was_heard_from_within_the_threshold_then_a_removal_counts_it() {
+        for (int threshold : new int[] {2, 3}) {
+            CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 16, "a", "b", "c");
+            cluster.elect("a");
+            RaftCore a = cluster.core("a");
+            a.propose(1, DATA);
+            cluster.processAll();
+            cluster.deliverAll();
+            a.recentContactTicks(threshold);
+            tickWhileSilent(cluster, "b", 3);
+            ProposalOutcome outcome = a.proposeConfigChange(2, ConfigChange.remove("c"));
+            if (threshold == 2) {
+                assertInstanceOf(ProposalOutcome.Refused.class, outcome, "3 ticks of silence, a threshold of 2");
+            } else {
+                assertInstanceOf(ProposalOutcome.Appended.class, outcome, "3 ticks of silence, a threshold of 3: still reachable");
+            }
+        }
+    }
+
+    @Test
+    void when_a_voter_answers_again_then_the_refused_removal_goes_in() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 14, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        a.propose(1, DATA);
+        cluster.processAll();
+        cluster.deliverAll();
+        tickWhileSilent(cluster, "b", 5);
+        assertInstanceOf(ProposalOutcome.Refused.class, a.proposeConfigChange(2, ConfigChange.remove("c")));
+        cluster.tickAll(1); // b answers the heartbeat
+        assertInstanceOf(ProposalOutcome.Appended.class, a.proposeConfigChange(3, ConfigChange.remove("c")));
+    }
+
+    @Test
+    void when_a_leader_leaves_then_it_hands_over_to_a_voter_it_heard_from_recently_even_one_further_behind() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 15, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int tick = 0; tick < 4; tick++) { // b, the more up to date, then stops answering (paused); c misses appends
+            boolean bPaused = tick > 0;
+            a.propose(tick, DATA);
+            a.tick();
+            cluster.processAll();
+            cluster.deliverAll(m -> (bPaused && (m.to().equals("b") || m.from().equals("b")))
+                    || m.type() == MessageType.APPEND && m.to().equals("c"));
+        }
+        assertTrue(a.followerState("b")[0] > a.followerState("c")[0], "b holds more than c");
+        a.leave();
+        cluster.processAll();
+        assertEquals("c", a.transferTarget(), "a transfer to b would wait out its timeout; c answers");
+    }
+
     @Test
     void when_the_leader_transfers_then_proposals_are_held_and_the_target_wins_one_election() {
         CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 6, "a", "b", "c");
