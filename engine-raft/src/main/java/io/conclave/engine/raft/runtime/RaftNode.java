@@ -178,6 +178,7 @@ public final class RaftNode {
         this.stateMachine = stateMachine;
         this.transport = transport;
         this.options = options;
+        this.voteRefusals = new VoteRefusalLog(id, () -> System.nanoTime() / 1_000_000);
     }
 
     /**
@@ -441,6 +442,7 @@ public final class RaftNode {
 
     /** Autopilot's last_contact_threshold, in milliseconds, read at every tick; {@code null}: the core's default. */
     private volatile java.util.function.LongSupplier recentContactMillis;
+    private final VoteRefusalLog voteRefusals;
 
     /**
      * How recently the leader must have heard from a voter for it to count as reachable, in milliseconds, read at every
@@ -457,6 +459,10 @@ public final class RaftNode {
             java.util.function.LongSupplier threshold = recentContactMillis;
             if (threshold != null) { // whole ticks within the threshold, as autopilot's health counts them
                 core.recentContactTicks((int) Math.max(1, Math.min(Integer.MAX_VALUE, threshold.getAsLong() / options.tickMillis())));
+            }
+            String refusals = voteRefusals.flush();
+            if (refusals != null) {
+                LOG.info(refusals);
             }
             core.tick();
             pump();
@@ -854,6 +860,12 @@ public final class RaftNode {
         @Override
         public void event(CoreEvent event) {
             CoreEventLog.log(id, event);
+            if (event instanceof CoreEvent.VoteRefused refused) {
+                String line = voteRefusals.refused(refused);
+                if (line != null) {
+                    LOG.info(line);
+                }
+            }
             listeners.forEach(listener -> listener.accept(event));
         }
 
