@@ -29,9 +29,11 @@ import java.util.Set;
  *   <li>membership is reconciled with the configuration: a member of our datacenter that joined is added as a
  *       non-voter; one that LEFT is removed at once; one REAPED is removed; one FAILED only by the dead-server clean-up,
  *       and only once the leader too has not heard from it for {@link #confirmationMillis} (gossip alone can be wrong);</li>
- *   <li>no removal takes the voters below {@code min_quorum}, nor leaves a configuration whose alive voters are no
- *       majority of it; the clean-up removes no voter when more than (voters - 1) / 2 of them failed (Consul issues
- *       #5922, #15940: a partition looks like many deaths);</li>
+ *   <li>no removal takes the voters below {@code min_quorum}, nor leaves a configuration whose alive voters, or whose
+ *       voters alive and heard from by the leader within {@code last_contact_threshold}, are no majority of it (a
+ *       configuration takes effect when appended: one whose quorum cannot answer costs the leader at once); the
+ *       clean-up removes no voter when more than (voters - 1) / 2 of them failed (Consul issues #5922, #15940: a
+ *       partition looks like many deaths);</li>
  *   <li>the promoter decides suffrage (promotion after {@code server_stabilization_time}).</li>
  * </ul>
  * Removals come before additions, additions before promotions. The leader never removes itself here: it hands
@@ -281,17 +283,30 @@ final class Planner {
             return "the voters would drop to " + remaining + ", below min_quorum " + in.settings().minQuorum();
         }
         int aliveRemaining = 0;
+        int reachableRemaining = 0;
+        long threshold = in.settings().lastContactThreshold().toMillis();
         for (Server voter : configuration.voters()) {
             if (voter.id().equals(server.id())) {
                 continue;
             }
             Member member = byId.get(voter.id());
-            if (voter.id().equals(in.selfId()) || member != null && member.status() == MemberStatus.ALIVE) {
+            ServerStats stats = in.stats().get(voter.id());
+            boolean self = voter.id().equals(in.selfId());
+            if (self || member != null && member.status() == MemberStatus.ALIVE) {
                 aliveRemaining++;
+                if (self || stats != null && stats.lastContactMillis() >= 0 && stats.lastContactMillis() <= threshold) {
+                    reachableRemaining++;
+                }
             }
         }
         if (remaining == 0 || aliveRemaining < remaining / 2 + 1) {
             return "the " + remaining + " remaining voters would have only " + aliveRemaining + " alive: no quorum";
+        }
+        if (reachableRemaining < remaining / 2 + 1) {
+            // alive in gossip but silent to the leader (paused, cut off): the configuration without it would lose its
+            // leader the moment it is appended; the removal waits for them, within the leaving server's leave_timeout
+            return "the " + remaining + " remaining voters would have only " + reachableRemaining + " the leader heard from within"
+                    + " last_contact_threshold (" + threshold + " ms): no quorum until they answer";
         }
         return null;
     }

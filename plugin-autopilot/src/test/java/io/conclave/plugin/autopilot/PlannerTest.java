@@ -125,6 +125,21 @@ class PlannerTest {
     }
 
     @Test
+    void when_a_server_leaves_while_another_voter_is_silent_then_its_removal_waits_until_that_voter_answers() {
+        voters(3);
+        member("s2", MemberStatus.LEFT, DC);
+        stats.put("s1", new ServerStats("s1", 500, 100, 5)); // alive in gossip, but paused: silent for 500 ms
+        Planner.Plan held = plan(Set.of());
+        assertNull(held.next(), "{s0, s1} without word from s1: the leader would lose its quorum the moment it appended it");
+        assertTrue(held.heldBack().get(0).contains("would have only 1 the leader heard from within last_contact_threshold (200 ms)"),
+                held.heldBack().toString());
+        stats.put("s1", new ServerStats("s1", -1, 100, 5));
+        assertNull(next(), "never heard from since this leader took office: not counted either");
+        stats.put("s1", new ServerStats("s1", 200, 100, 5));
+        assertEquals(new Planner.Remove("s2", "left the cluster (leave intent)"), next(), "heard from within the threshold");
+    }
+
+    @Test
     void when_the_leader_itself_left_then_it_does_not_remove_itself_here() {
         voters(3);
         member("s0", MemberStatus.LEFT, DC);

@@ -718,8 +718,10 @@ public final class Agent implements AutoCloseable {
                 } else {
                     long timer = vertx.setTimer(Math.max(1, (deadline - System.nanoTime()) / 1_000_000),
                             id -> removed.tryFail("the leader did not remove this server within " + config.leaveTimeout().toSeconds()
-                                    + " s of its leave intent: it has no quorum, no autopilot, or its autopilot keeps the voters at"
-                                    + " min_quorum; this server stops without having left"));
+                                    + " s of its leave intent: it has no quorum, no autopilot, its autopilot keeps the voters at"
+                                    + " min_quorum, or the voters left without this server had no quorum the leader heard from"
+                                    + " within last_contact_threshold (one down, paused or cut off: the leader's autopilot log says"
+                                    + " which); this server stops without having left and stays in the configuration"));
                     removed.future().onComplete(ignored -> vertx.cancelTimer(timer));
                 }
                 return spread;
@@ -744,7 +746,9 @@ public final class Agent implements AutoCloseable {
             return Future.succeededFuture();
         }
         if (System.nanoTime() > deadline) {
-            return Future.failedFuture("leadership was not handed over within " + config.leaveTimeout().toSeconds() + " s");
+            return Future.failedFuture("leadership was not handed over within " + config.leaveTimeout().toSeconds() + " s: no"
+                    + " other voter took over, and the voters left without this server had no quorum it heard from within"
+                    + " last_contact_threshold, so it could not remove itself either");
         }
         return Future.<Void>future(promise -> vertx.setTimer(5, id -> promise.complete())).compose(v -> handedOver(removed, deadline));
     }
@@ -758,11 +762,20 @@ public final class Agent implements AutoCloseable {
     static final java.time.Duration OPERATOR_CHANGE_TIMEOUT = java.time.Duration.ofSeconds(10);
 
     private void askLeaderToRemove(io.vertx.core.Promise<Void> removed, long deadline) {
+        askLeaderToRemove(removed, deadline, null);
+    }
+
+    /**
+     * Asks the leader every 200 ms until the removal commits or the deadline passes; {@code lastRefusal}: the leader's
+     * last answer, logged only when it changes (a removal that waits for a paused voter is refused for seconds).
+     */
+    private void askLeaderToRemove(io.vertx.core.Promise<Void> removed, long deadline, String lastRefusal) {
         if (removed.future().isComplete()) {
             return;
         }
         if (System.nanoTime() > deadline) {
-            removed.tryFail("the removal did not commit within " + config.leaveTimeout().toSeconds() + " s");
+            removed.tryFail("the removal did not commit within " + config.leaveTimeout().toSeconds() + " s"
+                    + (lastRefusal == null ? "" : "; the leader's last answer: " + lastRefusal));
             return;
         }
         String leader = node.status().leaderId();
@@ -770,10 +783,11 @@ public final class Agent implements AutoCloseable {
                 ? Future.succeededFuture() // no leader yet, or still leading: the core is handing over
                 : clusterRpc.removeServer(leader, identity.nodeId());
         attempt.onComplete(result -> {
-            if (result.failed()) {
-                LOG.info("leave: the leader {} did not remove this server yet: {}; asking again", leader, result.cause().getMessage());
+            String refusal = result.failed() ? String.valueOf(result.cause().getMessage()) : lastRefusal;
+            if (result.failed() && !refusal.equals(lastRefusal)) {
+                LOG.info("leave: the leader {} did not remove this server yet: {}; asking again every 200 ms", leader, refusal);
             }
-            vertx.setTimer(200, id -> askLeaderToRemove(removed, deadline));
+            vertx.setTimer(200, id -> askLeaderToRemove(removed, deadline, refusal));
         });
     }
 

@@ -34,6 +34,8 @@ final class NodeOperator implements RaftOperator {
         this.admission = admission;
         this.settings = settings;
         node.subscribe(this::translate);
+        // the core waits with a removal, and picks a leaving leader's successor, by autopilot's notion of a voter heard from
+        node.recentContact(() -> settings.get().lastContactThreshold().toMillis());
     }
 
     private void translate(CoreEvent event) {
@@ -84,12 +86,22 @@ final class NodeOperator implements RaftOperator {
                 }
                 long[] state = core.followerState(server.id());
                 if (state != null) {
-                    long contact = state[2] == 1 ? state[1] * tick : -1;
-                    stats.put(server.id(), new ServerStats(server.id(), contact, state[0], core.term()));
+                    stats.put(server.id(), followerStats(server.id(), state, tick, core.term()));
                 }
             }
             return stats;
         });
+    }
+
+    /**
+     * A follower's statistics from {@link io.conclave.engine.raft.core.RaftCore#followerState}. Its last index is what
+     * both sides agree it holds: the leader's belief (match), unless the follower's latest answer said it holds less.
+     * A follower restarted with less than it had acknowledged (issue 35) then shows behind, as it is, not healthy at the
+     * leader's belief while the leader catches it up.
+     */
+    static ServerStats followerStats(String id, long[] state, long tickMillis, long term) {
+        long contact = state[2] == 1 ? state[1] * tickMillis : -1;
+        return new ServerStats(id, contact, Math.min(state[0], state[3]), term);
     }
 
     @Override

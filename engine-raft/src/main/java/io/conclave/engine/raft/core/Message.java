@@ -12,10 +12,11 @@ import java.util.Objects;
  * <li>votes: {@code logIndex}/{@code logTerm} are the candidate's last entry; {@code transfer} marks a
  *     leadership transfer's election; responses set {@code reject};
  * <li>APPEND: {@code logIndex}/{@code logTerm} are the entry before {@code entries}; {@code commit} the
- *     leader's commit; the response's {@code logIndex} is the last index matched, or on {@code reject}
- *     the rejected index, with {@code rejectHint}/{@code logTerm} the follower's conflict hint;
+ *     leader's commit; {@code context} the append's number (the leader's count of appends sent); the response's
+ *     {@code logIndex} is the last index matched, or on {@code reject} the rejected index, with
+ *     {@code rejectHint}/{@code logTerm} the follower's conflict hint and {@code context} the number of the append refused;
  * <li>HEARTBEAT: {@code commit} and a read {@code context}; the response echoes the context and carries
- *     the follower's commit in {@code commit};
+ *     the follower's commit in {@code commit} and its last index in {@code logIndex};
  * <li>INSTALL_SNAPSHOT: {@code snapshot} is the snapshot's metadata; the content travels beside it;
  * <li>responses set {@code departed} once the sender has acted on its committed removal, so that the
  *     leader stops sending to it.

@@ -34,6 +34,16 @@ final class Progress {
     long readContextAcked;
     /** The follower's commit index, from its last heartbeat answer. */
     long followerCommit;
+    /**
+     * The follower's log as its latest answer described it: the last index of a heartbeat answer, the index an accepted
+     * append reached, or the hint of a rejection. What the follower says, beside what the leader believes ({@link #match}).
+     */
+    long reportedIndex;
+    /**
+     * The number of appends this leader had sent (to anyone) when {@link #match} last rose: the follower answered an
+     * append numbered above it after it had acknowledged {@code match}.
+     */
+    long appendsSentWhenMatchRose;
     /** Last indexes of the appends in flight, oldest first. */
     private final ArrayDeque<Long> inflight = new ArrayDeque<>();
     private final int maxInflight;
@@ -104,11 +114,15 @@ final class Progress {
         }
     }
 
-    /** The follower has everything up to {@code index}; returns whether that is news. */
-    boolean updateMatch(long index) {
+    /**
+     * The follower has everything up to {@code index}; returns whether that is news. {@code appendsSent}: how many appends
+     * the leader has sent so far (see {@link #appendsSentWhenMatchRose}).
+     */
+    boolean updateMatch(long index, long appendsSent) {
         boolean updated = false;
         if (index > match) {
             match = index;
+            appendsSentWhenMatchRose = appendsSent;
             updated = true;
             probeSent = false;
         }
@@ -120,14 +134,32 @@ final class Progress {
     }
 
     /**
-     * An append at {@code rejected} was refused, the follower hinting {@code hint}; returns whether the
-     * rejection was news (not a stale answer) and {@code next} moved back.
+     * An append at {@code rejected} was refused, the follower hinting {@code hint} (at most its last index); returns
+     * whether the rejection was news (not a stale answer) and {@code next} moved back. {@code sentAfterMatch}: the append
+     * was numbered above {@link #appendsSentWhenMatchRose}, so it was sent, and refused, after the follower acknowledged
+     * {@code match}.
+     *
+     * <p>A rejection at or below {@code match}. Raft assumes a follower never loses an entry it acknowledged, and etcd drops
+     * such a rejection as stale: a delayed answer to an append sent before the follower caught up. But a follower whose
+     * disk lost synced records, or whose log an operator cut, restarts with less than {@code match}, and would then be
+     * refused every entry from {@code match + 1} on, for as long as this leader leads. Which of the two a rejection is,
+     * its number tells: an append sent before {@code match} rose may have been refused before the acknowledgement and is
+     * dropped, as before; one sent after it was refused by a follower that had acknowledged {@code match} and no longer
+     * holds it. That one is believed: {@code match} falls to the hint. The hint is safe as a match: the follower's log
+     * matched ours up to {@code match} when it acknowledged it, and all it can have done since, in this term, is lose a
+     * tail or take entries from us, so its log still matches ours up to its last index, and the hint is below both.
      */
-    boolean decreaseTo(long rejected, long hint) {
-        if (state == State.REPLICATE) {
-            if (rejected <= match) {
+    boolean decreaseTo(long rejected, long hint, boolean sentAfterMatch) {
+        if (rejected <= match) {
+            if (!sentAfterMatch) {
                 return false; // stale
             }
+            match = Math.min(match, hint);
+            next = match + 1;
+            probeSent = false;
+            return true;
+        }
+        if (state == State.REPLICATE) {
             next = match + 1;
             return true;
         }

@@ -32,6 +32,12 @@ public sealed interface ProposalOutcome {
         CONFIGURATION_CHANGE_IN_PROGRESS,
         /** The configuration change is not valid (for example, removing the last voter). */
         INVALID_CHANGE,
+        /**
+         * The change takes a vote away (a removal or demotion of a voter), and the configuration it leads to has no quorum
+         * of voters this leader heard from recently: it would lose its quorum the moment it appended the change. Try
+         * again once those voters answer.
+         */
+        NO_QUORUM_AFTER_CHANGE,
         /** The server is leaving or shut down. */
         STOPPED
     }

@@ -94,6 +94,18 @@ public record RaftConfig(
         /** Refuse every candidate outside the voter's latest configuration, even one with a newer log. */
         REFUSE_NON_VOTER_EVEN_IF_NEWER,
         /**
+         * The leader's rule before issue 35: a rejection at or below a follower's match is dropped as stale even when it
+         * answers an append sent after match rose, so a follower that lost entries it had acknowledged is never caught
+         * up while that leader leads (liveness, not safety).
+         */
+        REJECTION_AT_OR_BELOW_MATCH_DROPPED,
+        /**
+         * The leader's rules before issue 35: a removal or demotion of a voter is appended even when the configuration it
+         * leads to has no quorum of voters heard from recently, and a leaving leader ranks transfer targets without regard
+         * to how recently it heard from them (liveness, not safety: the cluster loses its leader for a paused voter's pause).
+         */
+        REMOVAL_WITHOUT_REACHABLE_QUORUM,
+        /**
          * The runtime's rule before its fix: answer a write "certainly not applied" as soon as its entry is
          * replaced in the former leader's own, uncommitted log (read by {@code runtime.PendingWrites}).
          */

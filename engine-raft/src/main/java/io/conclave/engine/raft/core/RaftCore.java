@@ -121,6 +121,17 @@ public final class RaftCore {
     private String leaderAtShutdown;
     /** While leading: bytes of data in the entries after the commit index (what {@code maxUncommittedBytes} bounds). */
     private long uncommittedBytes;
+    /**
+     * Appends this server sent while leading, all followers together: each append carries its number in its context,
+     * and a rejection echoes it, so that a rejection can be told fresh from stale ({@link Progress#decreaseTo}).
+     */
+    private long appendsSent;
+    /**
+     * How recently, in ticks, this leader must have heard from a voter for it to count as reachable: toward the quorum a
+     * change that takes a vote away needs, and as a leadership-transfer target of first choice. See
+     * {@link #recentContactTicks(int)}.
+     */
+    private int recentContactTicks;
     private Ready outstanding;
 
     public RaftCore(String id, RaftConfig config, Random random, ServerRemovalPolicy removalPolicy) {
@@ -128,7 +139,22 @@ public final class RaftCore {
         this.config = config.validate();
         this.random = Objects.requireNonNull(random, "random");
         this.removalPolicy = Objects.requireNonNull(removalPolicy, "removalPolicy");
+        this.recentContactTicks = 2 * config.heartbeatTicks(); // one heartbeat answer may be lost or late
         resetElectionTimeout();
+    }
+
+    /**
+     * Sets how recently, in ticks, the leader must have heard from a voter for it to count as reachable (autopilot's
+     * {@code last_contact_threshold}: the driver sets it, and may change it at any time). Two heartbeat intervals until
+     * told. A change that takes a vote away (a removal or demotion of a voter) is refused while the configuration it
+     * leads to has no quorum of reachable voters ({@link ProposalOutcome.Reason#NO_QUORUM_AFTER_CHANGE}), and a leaving
+     * leader hands over to a reachable voter first.
+     */
+    public void recentContactTicks(int ticks) {
+        if (ticks < 1) {
+            throw new IllegalArgumentException("recentContactTicks = " + ticks + ": allowed at least 1");
+        }
+        recentContactTicks = ticks;
     }
 
     // ---------------------------------------------------------------- start
@@ -338,9 +364,14 @@ public final class RaftCore {
         if (transferTarget != null || changeInProgress || !ownTermCommitted) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.CONFIGURATION_CHANGE_IN_PROGRESS, id);
         }
-        ClusterConfiguration next = applyChange(log.latestConfiguration(), change);
+        ClusterConfiguration current = log.latestConfiguration();
+        ClusterConfiguration next = applyChange(current, change);
         if (next == null) {
             return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.INVALID_CHANGE, id);
+        }
+        boolean takesAVote = current.isVoter(change.serverId()) && !next.isVoter(change.serverId());
+        if (takesAVote && !reachableQuorumIn(next) && !config.has(RaftConfig.UnsafeBug.REMOVAL_WITHOUT_REACHABLE_QUORUM)) {
+            return new ProposalOutcome.Refused(requestId, ProposalOutcome.Reason.NO_QUORUM_AFTER_CHANGE, id);
         }
         LogEntry entry = new LogEntry(log.lastIndex() + 1, term, LogEntry.Type.CONFIGURATION, ConfigurationCodec.encode(next));
         log.append(entry);
@@ -605,12 +636,13 @@ public final class RaftCore {
     }
 
     /**
-     * What the leader knows of a follower: match index, ticks since contact, and 1 if heard from since this leader
-     * took office (else 0: the ticks tell nothing); {@code null} elsewhere.
+     * What the leader knows of a follower: match index (what it believes the follower holds), ticks since contact, 1 if
+     * heard from since this leader took office (else 0: the ticks tell nothing), and the last index as the follower's
+     * latest answer gave it (see {@link Progress#reportedIndex}); {@code null} elsewhere.
      */
     public long[] followerState(String follower) {
         Progress pr = progress.get(follower);
-        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact, pr.heardFrom ? 1 : 0};
+        return pr == null ? null : new long[] {pr.match, pr.ticksSinceContact, pr.heardFrom ? 1 : 0, pr.reportedIndex};
     }
 
     // ---------------------------------------------------------------- roles
@@ -845,6 +877,29 @@ public final class RaftCore {
         return voters / 2 + 1;
     }
 
+    /** Whether this leader heard from {@code pr}'s server within {@link #recentContactTicks}. */
+    private boolean heardRecently(Progress pr) {
+        return pr.heardFrom && pr.ticksSinceContact <= recentContactTicks;
+    }
+
+    /**
+     * Whether a quorum of {@code configuration}'s voters is reachable: this leader, if it votes there, and the voters it
+     * heard from recently. A configuration takes effect when appended (thesis 4.1), so a removal or demotion whose
+     * configuration lacks one makes the leader lose its quorum at once: check-quorum deposes it within an election
+     * timeout, and no leader can be elected until enough of those voters are back (issue 35: a follower's leave while
+     * another voter was paused left the cluster without a leader for the whole pause).
+     */
+    private boolean reachableQuorumIn(ClusterConfiguration configuration) {
+        int reachable = 0;
+        for (Server voter : configuration.voters()) {
+            Progress pr = progress.get(voter.id());
+            if (voter.id().equals(id) || pr != null && heardRecently(pr)) {
+                reachable++;
+            }
+        }
+        return reachable >= quorum(configuration.voterCount());
+    }
+
     // ---------------------------------------------------------------- elections
 
     private enum CampaignKind { PRE_VOTE, ELECTION, TRANSFER }
@@ -1025,7 +1080,7 @@ public final class RaftCore {
             long hintIndex = log.findConflictByTerm(message.logIndex(), message.logTerm());
             send(Message.of(MessageType.APPEND_RESPONSE, id, message.from(), term)
                     .withLog(message.logIndex(), Math.max(0, log.term(hintIndex)))
-                    .withReject(true, hintIndex).withCommit(log.committed));
+                    .withReject(true, hintIndex).withCommit(log.committed).withContext(message.context()));
             return;
         }
         commitAsFollower(Math.min(message.commit(), lastNew), lastNew >= message.commit());
@@ -1042,7 +1097,8 @@ public final class RaftCore {
         // logIndex carries the leader's own commit: caught up with it, this server may act on a removal
         commitAsFollower(Math.min(message.commit(), log.lastIndex()), log.committed >= message.logIndex()
                 || Math.min(message.commit(), log.lastIndex()) >= message.logIndex());
-        send(Message.of(MessageType.HEARTBEAT_RESPONSE, id, message.from(), term)
+        // with its last index: a leader that believes it holds more learns that it lost entries, even with no write to send
+        send(Message.of(MessageType.HEARTBEAT_RESPONSE, id, message.from(), term).withLog(log.lastIndex(), 0)
                 .withContext(message.context()).withCommit(log.committed).withDeparted(departed));
     }
 
@@ -1110,7 +1166,7 @@ public final class RaftCore {
             return false;
         }
         send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(previousIndex, previousTerm)
-                .withEntries(entries).withCommit(log.committed));
+                .withEntries(entries).withCommit(log.committed).withContext(++appendsSent));
         pr.sent(previousIndex + entries.size(), entries.size());
         return true;
     }
@@ -1143,9 +1199,12 @@ public final class RaftCore {
             return;
         }
         if (message.reject()) {
+            pr.reportedIndex = message.rejectHint();
+            boolean sentAfterMatch = message.context() > pr.appendsSentWhenMatchRose
+                    && !config.has(RaftConfig.UnsafeBug.REJECTION_AT_OR_BELOW_MATCH_DROPPED);
             if (pr.state == Progress.State.SNAPSHOT) {
                 pr.becomeProbe();
-            } else if (pr.decreaseTo(message.logIndex(), leaderHint(message))) {
+            } else if (pr.decreaseTo(message.logIndex(), leaderHint(message), sentAfterMatch)) {
                 if (pr.state == Progress.State.REPLICATE) {
                     pr.becomeProbe();
                 }
@@ -1154,7 +1213,8 @@ public final class RaftCore {
             return;
         }
         boolean wasPaused = pr.isPaused();
-        if (pr.updateMatch(message.logIndex())) {
+        pr.reportedIndex = message.logIndex();
+        if (pr.updateMatch(message.logIndex(), appendsSent)) {
             if (pr.state == Progress.State.PROBE) {
                 pr.becomeReplicate();
             } else if (pr.state == Progress.State.SNAPSHOT && pr.match >= pr.pendingSnapshot) {
@@ -1195,7 +1255,13 @@ public final class RaftCore {
         if (pr.isPaused()) {
             pr.freeFirstInflight();
         }
-        if (pr.match < log.lastIndex() || pr.state == Progress.State.PROBE) {
+        // 0 is no report (a server of an older version); less than match: it lost entries it acknowledged (a restart
+        // after its disk lost synced records). An append then draws the rejection that tells where it stands.
+        boolean reportsLess = message.logIndex() > 0 && message.logIndex() < pr.match;
+        if (message.logIndex() > 0) {
+            pr.reportedIndex = message.logIndex();
+        }
+        if (pr.match < log.lastIndex() || pr.state == Progress.State.PROBE || reportsLess) {
             sendAppend(pr, true);
         }
         if (message.context() > pr.readContextAcked) {
@@ -1336,13 +1402,20 @@ public final class RaftCore {
 
     // ---------------------------------------------------------------- leadership transfer and leave
 
+    /**
+     * The voter to hand leadership to: one heard from recently first (recentActive alone is reset only once per election
+     * timeout, so a voter that stopped answering a moment ago still has it, and with logs alike the order of the
+     * configuration chose; a transfer to a paused voter holds writes until the transfer times out), then the most up to date.
+     */
     private String bestTransferTarget() {
         return log.latestConfiguration().voters().stream()
                 .map(Server::id)
                 .filter(voter -> !voter.equals(id) && !transferTried.contains(voter))
                 .map(progress::get)
                 .filter(Objects::nonNull)
-                .sorted(Comparator.comparing((Progress pr) -> !pr.recentActive).thenComparing(pr -> -pr.match))
+                .sorted(Comparator.comparing((Progress pr) -> !heardRecently(pr)
+                                && !config.has(RaftConfig.UnsafeBug.REMOVAL_WITHOUT_REACHABLE_QUORUM))
+                        .thenComparing(pr -> !pr.recentActive).thenComparing(pr -> -pr.match))
                 .map(pr -> pr.id)
                 .findFirst().orElse(null);
     }

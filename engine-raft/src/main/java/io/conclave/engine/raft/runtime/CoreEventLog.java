@@ -9,7 +9,8 @@ import org.slf4j.event.Level;
  * How the driver logs what the core reports, under the {@code conclave.raft} logger, with the names DESIGN.md
  * gives the metrics. A refused (pre-)vote is routine — a restarted or cut-off server asking — and is logged
  * at DEBUG, never WARN: Consul's "rejecting vote request since we have a leader" flood is what Conclave
- * exists to end.
+ * exists to end. Who keeps asking, and why they are refused, is told at INFO in at most one line per 10 s
+ * ({@link VoteRefusalLog}).
  */
 public final class CoreEventLog {
 

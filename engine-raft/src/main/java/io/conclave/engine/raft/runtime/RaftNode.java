@@ -184,6 +184,7 @@ public final class RaftNode {
         this.stateMachine = stateMachine;
         this.transport = transport;
         this.options = options;
+        this.voteRefusals = new VoteRefusalLog(id, () -> System.nanoTime() / 1_000_000);
     }
 
     /**
@@ -445,8 +446,30 @@ public final class RaftNode {
         }
     }
 
+    /** Autopilot's last_contact_threshold, in milliseconds, read at every tick; {@code null}: the core's default. */
+    private volatile java.util.function.LongSupplier recentContactMillis;
+    private final VoteRefusalLog voteRefusals;
+
+    /**
+     * How recently the leader must have heard from a voter for it to count as reachable, in milliseconds, read at every
+     * tick (it may change at any time): a change that takes a vote away waits for a quorum of reachable voters in the
+     * configuration it leads to, and a leaving leader hands over to a reachable voter first
+     * ({@link RaftCore#recentContactTicks}). The agent gives autopilot's {@code last_contact_threshold}.
+     */
+    public void recentContact(java.util.function.LongSupplier thresholdMillis) {
+        this.recentContactMillis = thresholdMillis;
+    }
+
     private void tick() {
         if (!stopped) {
+            java.util.function.LongSupplier threshold = recentContactMillis;
+            if (threshold != null) { // whole ticks within the threshold, as autopilot's health counts them
+                core.recentContactTicks((int) Math.max(1, Math.min(Integer.MAX_VALUE, threshold.getAsLong() / options.tickMillis())));
+            }
+            String refusals = voteRefusals.flush();
+            if (refusals != null) {
+                LOG.info(refusals);
+            }
             core.tick();
             pump();
             maybeSnapshot(); // a threshold reached during the interval is acted on once it has passed
@@ -856,6 +879,12 @@ public final class RaftNode {
         @Override
         public void event(CoreEvent event) {
             CoreEventLog.log(id, event);
+            if (event instanceof CoreEvent.VoteRefused refused) {
+                String line = voteRefusals.refused(refused);
+                if (line != null) {
+                    LOG.info(line);
+                }
+            }
             listeners.forEach(listener -> listener.accept(event));
         }
 

@@ -16,6 +16,9 @@ public enum Refusal {
     CONFIGURATION_CHANGE_IN_PROGRESS("a configuration change is in progress", false),
     /** The membership change is not valid (for example, removing the last voter). */
     INVALID_CHANGE("not a valid configuration change", false),
+    /** The membership change takes a vote away, and the configuration it leads to has no quorum of voters heard from recently. */
+    NO_QUORUM_AFTER_CHANGE("the configuration it leads to has no quorum of voters the leader heard from within"
+            + " last_contact_threshold (a voter is down, paused or cut off): it waits for them", false),
     /** The server is leaving or has stopped. */
     STOPPED("the server is stopping", false);
 
@@ -53,6 +56,7 @@ public enum Refusal {
             case OVERLOADED -> OVERLOADED;
             case CONFIGURATION_CHANGE_IN_PROGRESS -> CONFIGURATION_CHANGE_IN_PROGRESS;
             case INVALID_CHANGE -> INVALID_CHANGE;
+            case NO_QUORUM_AFTER_CHANGE -> NO_QUORUM_AFTER_CHANGE;
             case STOPPED -> STOPPED;
         };
     }

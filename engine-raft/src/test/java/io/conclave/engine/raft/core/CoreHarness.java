@@ -24,7 +24,10 @@ final class CoreHarness {
     final List<ProposalOutcome> outcomes = new ArrayList<>();
     final List<ReadState> readStates = new ArrayList<>();
 
+    private final RaftConfig config;
+
     CoreHarness(RaftConfig config, long seed, String... ids) {
+        this.config = config;
         List<Server> servers = new ArrayList<>();
         for (String id : ids) {
             servers.add(new Server(id, "addr-" + id, Suffrage.VOTER));
@@ -78,6 +81,23 @@ final class CoreHarness {
 
     void deliverAll() {
         deliverAll(message -> false);
+    }
+
+    /**
+     * Stops {@code id} and starts it again from its term, vote and log with the newest {@code lost} entries gone (records
+     * it had synced and acknowledged, cut by an operator or lost by its disk); what was in flight to it is lost.
+     */
+    RaftCore restartLosingTail(String id, int lost) {
+        RaftCore old = cores.get(id);
+        List<io.conclave.api.storage.LogEntry> kept = new ArrayList<>();
+        for (long index = old.firstIndex(); index <= old.lastIndex() - lost; index++) {
+            kept.add(old.entryAt(index));
+        }
+        RaftCore restarted = new RaftCore(id, config, new Random(id.hashCode()), ShutdownOnRemovePolicyProvider.POLICY);
+        restarted.restore(old.term(), old.votedFor(), old.latestSnapshot(), kept);
+        cores.put(id, restarted);
+        inFlight.removeIf(message -> message.to().equals(id));
+        return restarted;
     }
 
     void tick(String id, int ticks) {

@@ -105,6 +105,174 @@ class RaftCoreTest {
         assertEquals(a.lastIndex(), cluster.core("c").lastIndex(), "c caught up after probing");
     }
 
+    /** Three servers, "a" leading, five writes everywhere: "c" then restarts with its two newest entries gone. */
+    private static CoreHarness followerLostTwoAcknowledgedEntries(RaftConfig config) {
+        CoreHarness cluster = new CoreHarness(config, 11, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 5; i++) {
+            a.propose(i, DATA);
+            cluster.processAll();
+            cluster.deliverAll();
+        }
+        assertEquals(a.lastIndex(), a.followerState("c")[0], "the leader knows c holds everything");
+        RaftCore c = cluster.restartLosingTail("c", 2);
+        assertEquals(a.lastIndex() - 2, c.lastIndex());
+        return cluster;
+    }
+
+    @Test
+    void when_a_follower_restarts_with_less_log_than_the_leader_believes_then_the_next_write_catches_it_up() {
+        for (boolean mutated : new boolean[] {false, true}) {
+            CoreHarness cluster = followerLostTwoAcknowledgedEntries(RaftConfig.defaults().withUnsafeBugs(
+                    mutated ? Set.of(RaftConfig.UnsafeBug.REJECTION_AT_OR_BELOW_MATCH_DROPPED) : Set.of()));
+            RaftCore a = cluster.core("a");
+            long lost = a.lastIndex();
+            a.propose(99, DATA);
+            cluster.processAll();
+            cluster.deliverAll();
+            if (mutated) {
+                assertEquals(lost - 2, cluster.core("c").lastIndex(), "the old rule refuses to believe it: stuck for good");
+                assertEquals(lost, a.followerState("c")[0], "while the leader believes it holds what it lost");
+            } else {
+                assertEquals(a.lastIndex(), cluster.core("c").lastIndex(), "the same leader caught it up");
+                assertEquals(a.lastIndex(), a.followerState("c")[0]);
+                assertEquals(a.lastIndex(), a.followerState("c")[3], "as it reports");
+            }
+        }
+    }
+
+    @Test
+    void when_a_follower_restarts_with_less_log_and_nothing_is_written_then_its_heartbeat_answer_reveals_it() {
+        CoreHarness cluster = followerLostTwoAcknowledgedEntries(RaftConfig.defaults());
+        RaftCore a = cluster.core("a");
+        long believed = a.followerState("c")[0];
+        cluster.tick("a", RaftConfig.DEFAULT_HEARTBEAT_TICKS);
+        cluster.deliverAll(message -> message.type() != MessageType.HEARTBEAT && message.type() != MessageType.HEARTBEAT_RESPONSE);
+        assertEquals(believed - 2, a.followerState("c")[3], "c answers the heartbeat with its last index");
+        cluster.tickAll(2);
+        assertEquals(a.lastIndex(), cluster.core("c").lastIndex(), "an append followed, its rejection, and the repair");
+        assertEquals(a.commitIndex(), cluster.core("c").commitIndex());
+    }
+
+    @Test
+    void when_a_rejection_arrives_after_the_follower_acknowledged_more_then_it_is_stale_and_match_stays() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 12, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int i = 0; i < 5; i++) {
+            a.propose(i, DATA);
+            cluster.processAll();
+            cluster.deliverAll(m -> m.to().equals("c")); // c misses them
+        }
+        a.propose(5, DATA);
+        cluster.processAll();
+        List<Message> delayed = new java.util.ArrayList<>();
+        cluster.deliverAll(m -> {
+            if (delayed.isEmpty() && m.type() == MessageType.APPEND_RESPONSE && m.reject() && m.from().equals("c")) {
+                delayed.add(m); // held up in the network
+                return true;
+            }
+            return false;
+        });
+        assertEquals(1, delayed.size(), "c refused the append it could not attach");
+        cluster.tickAll(2);
+        assertEquals(a.lastIndex(), cluster.core("c").lastIndex(), "c caught up");
+        long match = a.followerState("c")[0];
+        assertTrue(delayed.get(0).logIndex() <= match, "the delayed rejection is at or below what c acknowledged since");
+
+        a.step(delayed.get(0));
+        cluster.processAll();
+        assertEquals(match, a.followerState("c")[0], "it answered an append sent before c acknowledged: dropped");
+        cluster.deliverAll();
+        assertEquals(a.lastIndex(), cluster.core("c").lastIndex());
+    }
+
+    /** Ticks the whole cluster {@code ticks} times while {@code silent} neither receives nor answers (a paused process). */
+    private static void tickWhileSilent(CoreHarness cluster, String silent, int ticks) {
+        for (int i = 0; i < ticks; i++) {
+            for (RaftCore core : cluster.cores.values()) {
+                if (!core.id().equals(silent)) {
+                    core.tick();
+                }
+            }
+            cluster.processAll();
+            cluster.deliverAll(m -> m.to().equals(silent) || m.from().equals(silent));
+        }
+    }
+
+    @Test
+    void when_a_removal_would_leave_no_reachable_quorum_then_it_is_refused() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 13, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        a.propose(1, DATA);
+        cluster.processAll();
+        cluster.deliverAll();
+        tickWhileSilent(cluster, "b", 3);
+        ProposalOutcome refused = a.proposeConfigChange(2, ConfigChange.remove("c"));
+        assertEquals(ProposalOutcome.Reason.NO_QUORUM_AFTER_CHANGE, ((ProposalOutcome.Refused) refused).reason(),
+                "{a, b} without word from b for 3 ticks: appended, it would cost a its quorum at once");
+        assertEquals(ProposalOutcome.Reason.NO_QUORUM_AFTER_CHANGE,
+                ((ProposalOutcome.Refused) a.proposeConfigChange(3, ConfigChange.addNonVoter("c", "c"))).reason(), "a demotion too");
+        assertInstanceOf(ProposalOutcome.Appended.class, a.proposeConfigChange(4, ConfigChange.remove("b")),
+                "removing the silent voter itself leaves {a, c}, both reachable");
+        assertThrows(IllegalArgumentException.class, () -> a.recentContactTicks(0));
+    }
+
+    @Test
+    void when_a_voter_was_heard_from_within_the_threshold_then_a_removal_counts_it() {
+        for (int threshold : new int[] {2, 3}) {
+            CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 16, "a", "b", "c");
+            cluster.elect("a");
+            RaftCore a = cluster.core("a");
+            a.propose(1, DATA);
+            cluster.processAll();
+            cluster.deliverAll();
+            a.recentContactTicks(threshold);
+            tickWhileSilent(cluster, "b", 3);
+            ProposalOutcome outcome = a.proposeConfigChange(2, ConfigChange.remove("c"));
+            if (threshold == 2) {
+                assertInstanceOf(ProposalOutcome.Refused.class, outcome, "3 ticks of silence, a threshold of 2");
+            } else {
+                assertInstanceOf(ProposalOutcome.Appended.class, outcome, "3 ticks of silence, a threshold of 3: still reachable");
+            }
+        }
+    }
+
+    @Test
+    void when_a_voter_answers_again_then_the_refused_removal_goes_in() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 14, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        a.propose(1, DATA);
+        cluster.processAll();
+        cluster.deliverAll();
+        tickWhileSilent(cluster, "b", 5);
+        assertInstanceOf(ProposalOutcome.Refused.class, a.proposeConfigChange(2, ConfigChange.remove("c")));
+        cluster.tickAll(1); // b answers the heartbeat
+        assertInstanceOf(ProposalOutcome.Appended.class, a.proposeConfigChange(3, ConfigChange.remove("c")));
+    }
+
+    @Test
+    void when_a_leader_leaves_then_it_hands_over_to_a_voter_it_heard_from_recently_even_one_further_behind() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 15, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        for (int tick = 0; tick < 4; tick++) { // b, the more up to date, then stops answering (paused); c misses appends
+            boolean bPaused = tick > 0;
+            a.propose(tick, DATA);
+            a.tick();
+            cluster.processAll();
+            cluster.deliverAll(m -> (bPaused && (m.to().equals("b") || m.from().equals("b")))
+                    || m.type() == MessageType.APPEND && m.to().equals("c"));
+        }
+        assertTrue(a.followerState("b")[0] > a.followerState("c")[0], "b holds more than c");
+        a.leave();
+        cluster.processAll();
+        assertEquals("c", a.transferTarget(), "a transfer to b would wait out its timeout; c answers");
+    }
+
     @Test
     void when_the_leader_transfers_then_proposals_are_held_and_the_target_wins_one_election() {
         CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 6, "a", "b", "c");

@@ -11,11 +11,13 @@ import io.conclave.api.policy.RemovalAction;
 import io.conclave.engine.raft.core.ConfigChange;
 import io.conclave.engine.raft.core.CoreEvent;
 import io.conclave.engine.raft.core.ProposalOutcome;
+import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.core.Role;
 import io.conclave.plugin.autopilot.AutoRemovalPolicy;
 import io.conclave.plugin.autopilot.LegacyRemovalPolicyProvider;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 
@@ -330,6 +332,166 @@ class LeaveScenariosTest {
                 current.pump();
                 assertTrue(sim.runUntil(() -> follower.isLeader(), 5_000), "it is a working voter: it can even lead");
             }
+        });
+    }
+
+    // ---------------------------------------------------------------- a leave while another voter is paused (issue 35)
+
+    /** The agent's {@code leave_timeout} (its default): how long a leave waits for its removal. */
+    private static final long LEAVE_TIMEOUT_MILLIS = 30_000;
+    /** The longest the cluster may be without a leader around such a leave: a hand-over's election, not a timeout. */
+    private static final long MAX_LEADERLESS_MILLIS = 200;
+
+    /** Samples every 10 ms whether some live server leads, and keeps the longest stretch without one. */
+    private static final class LeaderlessWatch {
+        private final Simulation sim;
+        private long longest;
+        private long since = -1;
+
+        LeaderlessWatch(Simulation sim) {
+            this.sim = sim;
+            sample();
+        }
+
+        private void sample() {
+            boolean none = sim.leader() == null;
+            if (none && since < 0) {
+                since = sim.now();
+            } else if (!none && since >= 0) {
+                longest = Math.max(longest, sim.now() - since);
+                since = -1;
+            }
+            sim.schedule(10, this::sample);
+        }
+
+        long longestMillis() {
+            return since >= 0 ? Math.max(longest, sim.now() - since) : longest;
+        }
+    }
+
+    /**
+     * Freezes {@code paused} for {@code pauseMillis} (a SIGSTOP, a long GC), then runs on for 300 to 500 ms, when another
+     * server leaves (the issue: within 0.5 s). From 300 ms the leader has noticed the silence: it has not heard from the
+     * paused voter for more than last_contact_threshold (2 heartbeats, 200 ms). A voter paused less than that before a
+     * removal looks alive to the leader, and the removal goes ahead: that window is the threshold's. Returns when the
+     * pause started.
+     */
+    private static long pauseThenWait(Simulation sim, SimNode paused, long pauseMillis) {
+        long start = sim.now();
+        paused.pause(pauseMillis);
+        sim.runFor(300 + sim.random.nextInt(200));
+        return start;
+    }
+
+    /** What a follower's leave during another voter's pause did to the cluster. */
+    private record PausedVoterLeave(boolean removed, boolean sameLeaderAndTerm, long longestLeaderlessMillis, String detail) {
+    }
+
+    /**
+     * Three voters writing; one follower is paused for 3 to 7 s, and the other leaves: the stand-in for its autopilot
+     * removes it within {@link #LEAVE_TIMEOUT_MILLIS}.
+     */
+    private static PausedVoterLeave followerLeavesWhileAnotherIsPaused(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(3).raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs)).build();
+        SimNode leader = sim.awaitLeader(10_000);
+        sim.startClients(2, 3);
+        sim.runFor(1_000);
+        List<SimNode> followers = sim.nodes().stream().filter(node -> node != leader).toList();
+        SimNode paused = followers.get(sim.random.nextInt(2));
+        SimNode leaving = followers.get(0) == paused ? followers.get(1) : followers.get(0);
+        long term = sim.maxTerm();
+        long pauseMillis = 3_000 + sim.random.nextInt(4_000);
+        long pausedAt = pauseThenWait(sim, paused, pauseMillis);
+        LeaderlessWatch watch = new LeaderlessWatch(sim);
+
+        leaving.core.leave();
+        boolean removed = sim.change(ConfigChange.remove(leaving.id), LEAVE_TIMEOUT_MILLIS);
+        boolean same = sim.maxTerm() == term && sim.leader() == leader;
+        String detail = "removed " + removed + " at " + (sim.now() - pausedAt) + " ms of a " + pauseMillis + " ms pause, leaders by term "
+                + sim.leadersByTerm() + " (term " + term + " at the leave), longest without a leader " + watch.longestMillis() + " ms";
+        if (removed && same) {
+            assertTrue(sim.now() >= pausedAt + pauseMillis, "the configuration without it needs the paused voter: not before");
+            assertTrue(sim.runUntil(() -> leaving.core.role() == Role.SHUTDOWN, 5_000), "it left");
+            assertEquals(term, sim.maxTerm(), () -> "no election: " + sim.leadersByTerm());
+            assertEquals(leader, sim.leader(), "the leader kept a quorum (itself and the leaving server) throughout");
+            stopClientsAndCheck(sim);
+        }
+        return new PausedVoterLeave(removed, same, watch.longestMillis(), detail);
+    }
+
+    @Test
+    void when_a_follower_leaves_while_another_voter_is_paused_then_its_removal_waits_and_the_leader_stays(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            PausedVoterLeave leave = followerLeavesWhileAnotherIsPaused(seed, ScenarioSeeds.testId(info), Set.of());
+            assertTrue(leave.removed() && leave.sameLeaderAndTerm(), leave::detail);
+            assertTrue(leave.longestLeaderlessMillis() <= MAX_LEADERLESS_MILLIS, leave::detail);
+        });
+    }
+
+    /** The rule before issue 35, switched back on: the removal goes in at once, and the leader is lost for the pause. */
+    @Test
+    void when_a_removal_ignores_which_voters_answer_then_the_paused_voter_costs_the_cluster_its_leader(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            PausedVoterLeave leave = followerLeavesWhileAnotherIsPaused(seed, ScenarioSeeds.testId(info),
+                    Set.of(RaftConfig.UnsafeBug.REMOVAL_WITHOUT_REACHABLE_QUORUM));
+            assertFalse(leave.sameLeaderAndTerm(), leave::detail);
+            assertTrue(leave.longestLeaderlessMillis() > 1_000, leave::detail);
+        });
+    }
+
+    @Test
+    void when_a_voter_stays_paused_past_the_leave_timeout_then_the_leave_fails_and_the_server_stays_a_member(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            long leaveTimeoutMillis = 5_000;
+            Simulation sim = cluster(info, seed).servers(3).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000);
+            List<SimNode> followers = sim.nodes().stream().filter(node -> node != leader).toList();
+            SimNode paused = followers.get(0);
+            SimNode leaving = followers.get(1);
+            long term = sim.maxTerm();
+            pauseThenWait(sim, paused, 2 * leaveTimeoutMillis);
+            LeaderlessWatch watch = new LeaderlessWatch(sim);
+
+            leaving.core.leave();
+            assertFalse(sim.change(ConfigChange.remove(leaving.id), leaveTimeoutMillis), "no removal while it would cost the quorum");
+            assertTrue(leader.core.configuration().isVoter(leaving.id), "the leave failed: it is still a voter");
+            assertEquals(term, sim.maxTerm());
+            assertEquals(leader, sim.leader());
+            assertTrue(watch.longestMillis() <= MAX_LEADERLESS_MILLIS, "without a leader for " + watch.longestMillis() + " ms");
+
+            sim.crashAndRestart(leaving); // the agent exits 1; its supervisor starts it again, a member as before
+            assertTrue(sim.runUntil(() -> !paused.paused() && sim.leader() != null, 2 * leaveTimeoutMillis), "the cluster is whole again");
+            assertEquals(3, sim.leader().core.configuration().voterCount());
+        });
+    }
+
+    @Test
+    void when_the_leader_leaves_while_another_voter_is_paused_then_the_one_it_hears_takes_over_and_the_removal_waits(TestInfo info) {
+        ScenarioSeeds.each(info, seed -> {
+            Simulation sim = cluster(info, seed).servers(3).build();
+            SimNode leader = sim.awaitLeader(10_000);
+            sim.runFor(1_000); // idle: the two followers hold the same log, and only contact tells them apart
+            List<SimNode> followers = sim.nodes().stream().filter(node -> node != leader).toList();
+            SimNode paused = followers.get(sim.random.nextInt(2));
+            long term = sim.maxTerm();
+            long pauseMillis = 3_000 + sim.random.nextInt(4_000);
+            long pausedAt = pauseThenWait(sim, paused, pauseMillis);
+            LeaderlessWatch watch = new LeaderlessWatch(sim);
+
+            leader.core.leave();
+            leader.pump();
+            assertTrue(sim.runUntil(() -> sim.leader() != null && sim.leader() != leader, 500),
+                    () -> "handed over within 500 ms: " + sim.nodes());
+            SimNode successor = sim.leader();
+            assertNotEquals(paused, successor, "to the voter it hears, not to the paused one");
+            assertTrue(sim.change(ConfigChange.remove(leader.id), LEAVE_TIMEOUT_MILLIS), "the successor's autopilot removes it");
+            assertTrue(sim.now() >= pausedAt + pauseMillis, "once the paused voter is back");
+            assertTrue(sim.runUntil(() -> leader.core.role() == Role.SHUTDOWN, 5_000), "it left");
+
+            assertEquals(term + 1, sim.maxTerm(), () -> "one election, the hand-over's: " + sim.leadersByTerm());
+            assertEquals(successor, sim.leader());
+            assertTrue(watch.longestMillis() <= MAX_LEADERLESS_MILLIS, "without a leader for " + watch.longestMillis() + " ms");
         });
     }
 

@@ -142,6 +142,14 @@ final class SafetyChecker {
         }
     }
 
+    /** {@code node}'s disk lost its entries from {@code fromIndex} on (damage to synced records, not a crash). */
+    void tailLost(SimNode node, long fromIndex) {
+        Map<Long, Long> mine = serverChains.get(node.id);
+        if (mine != null) {
+            mine.keySet().removeIf(index -> index >= fromIndex);
+        }
+    }
+
     void restarted(SimNode node) {
         // its persisted chain is still what it was
     }

@@ -125,6 +125,8 @@ final class ScriptedCounterexamples {
         SimNode y = followers.get(1);
         sim.blockOneWay(l2, x);
         sim.blockOneWay(x, l2);
+        // a removal waits until the leader has heard from a quorum of the configuration it leads to (issue 35): y answers
+        sim.runUntil(() -> l2.core.followerState(y.id) != null && l2.core.followerState(y.id)[2] == 1, 1_000);
         // L2, before its no-op commits, removes x: C2 = {l1, l2, y} commits with l2 and y.
         ProposalOutcome change = l2.core.proposeConfigChange(2, ConfigChange.remove(x.id));
         l2.pump();

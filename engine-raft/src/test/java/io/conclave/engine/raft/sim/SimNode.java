@@ -97,6 +97,19 @@ final class SimNode {
             }
         }
 
+        /**
+         * Drops the newest {@code count} entries, never below the snapshot (a segment's tail damaged after it was
+         * synced); returns the new last index.
+         */
+        long cutTail(int count) {
+            long floor = snapshot == null ? firstIndex - 1 : Math.max(firstIndex - 1, snapshot.lastIndex());
+            long keep = Math.max(floor, lastIndex() - count);
+            if (keep < lastIndex()) {
+                entries.subList((int) (keep - firstIndex + 1), entries.size()).clear();
+            }
+            return lastIndex();
+        }
+
         /** The entries after the snapshot, for a restart. */
         List<LogEntry> entriesAfterSnapshot() {
             long after = snapshot == null ? 0 : snapshot.lastIndex();

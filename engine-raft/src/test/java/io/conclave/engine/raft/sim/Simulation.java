@@ -392,6 +392,19 @@ public final class Simulation {
         });
     }
 
+    /**
+     * A server stopped and started again with the newest {@code entries} entries of its log gone, as when an operator or
+     * a disk damaged records it had synced and acknowledged ({@code truncate -s -100} of its newest segment): its leader
+     * believes it holds more than it has. Returns the last index it kept.
+     */
+    public long restartLosingTail(SimNode node, int entries) {
+        node.crash();
+        long kept = node.disk.cutTail(entries);
+        checker.tailLost(node, kept + 1);
+        restart(node);
+        return kept;
+    }
+
     /** A new server with empty storage (a new node ID), running but in no configuration yet. */
     public SimNode addNode() {
         SimNode node = newNode();

@@ -16,8 +16,8 @@ import java.nio.file.Path;
  * {@code stable-store.created}, the mark that it exists; {@code log/}, the entries in checksummed segment
  * files ({@link SegmentedLog}); and {@code snapshots/}. Opening locks the folder and reads every log segment
  * once, checking each record. Damaged data stops the open with a {@link CorruptionException} naming the file;
- * nothing is repaired but what {@link SegmentedLog}'s recovery rule allows: the tail of an append that was
- * never acknowledged.
+ * nothing is repaired but what {@link SegmentedLog}'s recovery rule allows: a tail of the newest segment that cannot be a
+ * complete record (an append a crash cut short, which was never acknowledged; or synced records a disk or an operator cut).
  *
  * <p>The module keeps its name, but MapDB holds nothing any more. Its B-tree, with transactions on, came
  * back corrupted ("Broken bit parity", entries missing) after a few dozen SIGKILL and reopen cycles, so the

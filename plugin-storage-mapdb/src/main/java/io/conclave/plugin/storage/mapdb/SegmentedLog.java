@@ -527,7 +527,9 @@ final class SegmentedLog implements AutoCloseable {
      * (d) a record that fails a check when, from a sector boundary inside it, every byte to the end of the
      * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside}).
      * Such a tail is what a crash during an append leaves, an append that was never acknowledged because it
-     * was not synced. The cut is logged at WARN with its size. An active segment whose own header is
+     * was not synced; but it is also what a disk that lost synced records leaves, or an operator's {@code truncate}, and
+     * those records may have been acknowledged. The log cannot tell them apart: the cut is logged at WARN with its size,
+     * saying what is known (the leader sends a lost acknowledged record again, issue 35). An active segment whose own header is
      * incomplete or zero, with nothing after it, is a roll cut short and is started again empty. Everything
      * else is damage and throws, the file untouched: a header that fails its CRC, a complete record whose
      * data fails its CRC even when it is the last one, a zero header followed by data, a wrong index, and any
@@ -680,7 +682,11 @@ final class SegmentedLog implements AutoCloseable {
         if (!repair) {
             throw new CorruptionException(segment.file, "ends with an incomplete record at offset " + position + " (" + what + ")");
         }
-        LOG.warn("{}: cut {} bytes at offset {} after record {} ({}): an append that was never acknowledged, cut short by a crash",
+        // What the log cannot know, the line does not claim: a tail that was never synced was never acknowledged (a crash
+        // while it was written), but a synced one lost by the disk, or cut by hand, may have been (issue 35)
+        LOG.warn("{}: cut {} bytes at offset {}: the tail after record {} could not be read ({}). If it was never synced (the"
+                        + " process or the machine stopped while it was written), it was never acknowledged; if it was synced, the"
+                        + " disk or an operator lost it, and the leader sends it to this server again",
                 segment.file, size - position, position, segment.first + count - 1, what);
         channel.truncate(position);
         FileChannels.forceLog(channel, true);
