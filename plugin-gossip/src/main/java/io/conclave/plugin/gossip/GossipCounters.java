@@ -21,6 +21,7 @@ final class GossipCounters {
     private final LongAdder refutations = new LongAdder();
     private final LongAdder nameConflicts = new LongAdder();
     private final LongAdder gossipPackets = new LongAdder();
+    private final LongAdder droppedAhead = new LongAdder();
 
     void packetSent(int bytes) {
         packetsSent.increment();
@@ -47,6 +48,15 @@ final class GossipCounters {
 
     void oversized() {
         droppedOversized.increment();
+    }
+
+    /** A message (or a push-pull record) whose Lamport time or incarnation is beyond the bound. */
+    void counterAhead() {
+        droppedAhead.increment();
+    }
+
+    long droppedAhead() {
+        return droppedAhead.sum();
     }
 
     void streamRefused() {
@@ -105,6 +115,7 @@ final class GossipCounters {
         map.put("gossip.packets.dropped.malformed", droppedMalformed.sum());
         map.put("gossip.packets.dropped.authentication", droppedAuthentication.sum());
         map.put("gossip.packets.dropped.oversized", droppedOversized.sum());
+        map.put("gossip.messages.dropped.ahead", droppedAhead.sum());
         map.put("gossip.streams.sent", streamsSent.sum());
         map.put("gossip.streams.bytes.sent", streamBytesSent.sum());
         map.put("gossip.streams.refused", streamsRefused.sum());

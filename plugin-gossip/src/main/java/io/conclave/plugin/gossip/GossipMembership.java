@@ -525,6 +525,11 @@ final class GossipMembership implements Membership, Keyring {
         }
 
         @Override
+        public long wallClockMillis() {
+            return System.currentTimeMillis();
+        }
+
+        @Override
         public Swim.Timer schedule(long delayMillis, Runnable task) {
             long id = vertx.setTimer(Math.max(1, delayMillis), ignored -> {
                 if (!stopped) {

@@ -15,6 +15,10 @@ import java.util.Map;
  * The gossip protocol's messages and their binary form. A packet is a magic byte, a count and that many messages;
  * a stream frame is one message. Every field is bounded ({@link GossipLimits}); anything else is a
  * {@link MalformedException}, never another exception, so a hostile or damaged packet is dropped and counted.
+ *
+ * <p>Numbers: sequences, incarnations and Lamport times are uint64 (8 bytes, big-endian), decoded over their whole
+ * range; lengths are uint16 and counts uint8 or int32, each checked against its limit before anything is allocated.
+ * The encoder refuses (with an {@link IllegalArgumentException}) what its field cannot count, never letting it wrap.
  */
 final class Wire {
 
@@ -224,6 +228,9 @@ final class Wire {
         }
 
         Writer tags(Map<String, String> tags) {
+            if (tags.size() > 0xFF) {
+                throw new IllegalArgumentException(tags.size() + " tags: one byte counts them");
+            }
             out.write(tags.size());
             tags.forEach((key, value) -> string(key).string(value));
             return this;
@@ -333,13 +340,12 @@ final class Wire {
             }
         }
 
-        /** An incarnation or a Lamport time: never negative. */
+        /**
+         * An incarnation or a Lamport time: a uint64, its whole range taken as it comes (a Java long, negative from
+         * 2^63 on). Which values are believable is the member's decision ({@link Swim}, with unsigned comparisons).
+         */
         long counter() throws MalformedException {
-            long value = sequence();
-            if (value < 0) {
-                throw new MalformedException("negative counter " + value);
-            }
-            return value;
+            return sequence();
         }
 
         String name() throws MalformedException {
