@@ -16,6 +16,8 @@ final class GossipCounters {
     private final LongAdder streamsSent = new LongAdder();
     private final LongAdder streamBytesSent = new LongAdder();
     private final LongAdder streamsRefused = new LongAdder();
+    private final LongAdder streamsTimedOut = new LongAdder();
+    private final LongAdder streamsEvicted = new LongAdder();
     private final LongAdder failedProbes = new LongAdder();
     private final LongAdder suspicions = new LongAdder();
     private final LongAdder refutations = new LongAdder();
@@ -59,8 +61,31 @@ final class GossipCounters {
         return droppedAhead.sum();
     }
 
+    /** An incoming TCP connection refused: no slot could be freed, or its frame is over the limit. */
     void streamRefused() {
         streamsRefused.increment();
+    }
+
+    /** An incoming TCP connection cut at the frame deadline. */
+    void streamTimedOut() {
+        streamsTimedOut.increment();
+    }
+
+    /** An incoming TCP connection still sending its frame, cut to make room for a newer one. */
+    void streamEvicted() {
+        streamsEvicted.increment();
+    }
+
+    long streamsRefused() {
+        return streamsRefused.sum();
+    }
+
+    long streamsTimedOut() {
+        return streamsTimedOut.sum();
+    }
+
+    long streamsEvicted() {
+        return streamsEvicted.sum();
     }
 
     void failedProbe() {
@@ -119,6 +144,8 @@ final class GossipCounters {
         map.put("gossip.streams.sent", streamsSent.sum());
         map.put("gossip.streams.bytes.sent", streamBytesSent.sum());
         map.put("gossip.streams.refused", streamsRefused.sum());
+        map.put("gossip.streams.timed_out", streamsTimedOut.sum());
+        map.put("gossip.streams.evicted", streamsEvicted.sum());
         map.put("gossip.probes.failed", failedProbes.sum());
         map.put("gossip.suspicions", suspicions.sum());
         map.put("gossip.refutations", refutations.sum());

@@ -26,8 +26,18 @@ final class GossipLimits {
     static final int MAX_PENDING_ACKS = 4096;
     /** Keys in a keyring. */
     static final int MAX_KEYS = 16;
-    /** Open incoming TCP connections; past it, new ones are closed at once. */
+    /**
+     * Open incoming TCP connections. Past it, a new one takes the slot of the connection that has held its slot the
+     * longest while still receiving its frame (a slow sender: honest frames arrive in milliseconds), so that slow
+     * senders cannot keep a join out; only when every slot is answering is the new one refused.
+     */
     static final int MAX_INCOMING_STREAMS = 256;
+    /**
+     * The frames being received at once, by their announced sizes: eight frames of {@link #MAX_STREAM_BYTES}. Past it,
+     * the oldest frames still arriving are cut to make room, as for the slots: 256 connections announcing the largest
+     * frame would otherwise hold 2 GiB of heap.
+     */
+    static final long MAX_INCOMING_FRAME_BYTES = 64L * 1024 * 1024;
     /**
      * How far a Lamport time or an incarnation that another member sends may be ahead of this member's wall clock
      * (milliseconds since 1970); beyond it, the message (or the push-pull record) is dropped and counted

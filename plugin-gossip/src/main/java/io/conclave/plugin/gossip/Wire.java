@@ -35,9 +35,10 @@ final class Wire {
     static final byte PUSH_PULL = 20;
     static final byte KEYRING = 21;
     static final byte KEYRING_ANSWER = 22;
+    static final byte REFUSED = 23;
 
     sealed interface Message permits Ping, IndirectPing, Ack, Nack, Suspect, Alive, Dead, Leave, PushPull, KeyringRequest,
-            KeyringAnswer {
+            KeyringAnswer, Refused {
     }
 
     /** A probe; {@code target} is the name the sender means, so a reused address does not ack for another node. */
@@ -87,6 +88,10 @@ final class Wire {
     record KeyringAnswer(String node, String error, List<String> keys, String primaryKey) implements Message {
     }
 
+    /** A member's answer on a TCP connection it will not serve (no slot free, a frame over the limit), and why. */
+    record Refused(String reason) implements Message {
+    }
+
     /** A packet or frame that is not a well-formed message of this protocol. */
     static final class MalformedException extends Exception {
         MalformedException(String message) {
@@ -130,6 +135,8 @@ final class Wire {
             out.type(KEYRING_ANSWER).string(m.node()).string(m.error()).intValue(m.keys().size());
             m.keys().forEach(out::string);
             out.string(m.primaryKey());
+        } else if (message instanceof Refused m) {
+            out.type(REFUSED).string(m.reason());
         }
         return out.bytes();
     }
@@ -171,7 +178,8 @@ final class Wire {
         List<Message> messages = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             Message message = in.message();
-            if (message instanceof PushPull || message instanceof KeyringRequest || message instanceof KeyringAnswer) {
+            if (message instanceof PushPull || message instanceof KeyringRequest || message instanceof KeyringAnswer
+                    || message instanceof Refused) {
                 throw new MalformedException("stream message in a packet");
             }
             messages.add(message);
@@ -262,6 +270,7 @@ final class Wire {
                 case PUSH_PULL -> pushPull();
                 case KEYRING -> new KeyringRequest(keyringOperation(), string(GossipLimits.MAX_NAME_BYTES));
                 case KEYRING_ANSWER -> keyringAnswer();
+                case REFUSED -> new Refused(string(GossipLimits.MAX_TAG_VALUE_BYTES));
                 default -> throw new MalformedException("unknown message type " + type);
             };
         }
