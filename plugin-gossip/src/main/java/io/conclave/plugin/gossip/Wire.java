@@ -361,9 +361,10 @@ final class Wire {
             return string(GossipLimits.MAX_NAME_BYTES);
         }
 
+        /** A {@code host:port}, never empty: every address the wire carries is one a member sends to. */
         String address() throws MalformedException {
             String address = string(GossipLimits.MAX_NAME_BYTES);
-            if (!address.isEmpty() && !Addresses.isHostPort(address)) {
+            if (!Addresses.isHostPort(address)) {
                 throw new MalformedException("bad address '" + printable(address) + "'");
             }
             return address;

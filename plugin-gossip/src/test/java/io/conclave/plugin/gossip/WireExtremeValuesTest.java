@@ -49,6 +49,25 @@ class WireExtremeValuesTest {
         }
     }
 
+    /**
+     * An address of length 0 used to decode: a forged alive then set a member's address to "", and every probe of it
+     * threw out of its timer (ForgedGossipLoopbackTest saw the member's probing stop and its peers FAILED for good).
+     */
+    @Test
+    void when_an_address_is_empty_or_not_a_host_and_port_then_the_message_is_malformed() {
+        for (String address : new String[] {"", ":", "m1", "m1:0", "m1:65536", ":7946"}) {
+            List<Wire.Message> messages = List.of(new Wire.Alive("m1", 1, address, 1, Map.of()), new Wire.Ping(1, "m1", "m0", address),
+                    new Wire.IndirectPing(1, "m1", address, true, "m0", "m0:7946"));
+            for (Wire.Message message : messages) {
+                assertThrows(Wire.MalformedException.class, () -> Wire.decodePacket(Wire.packet(List.of(Wire.encode(message)))),
+                        "address '" + address + "' in " + message);
+            }
+            Wire.PushPull state = new Wire.PushPull(false, 1, List.of(new Wire.MemberRecord("m1", address, 1, MemberState.ALIVE, 1,
+                    Map.of())));
+            assertThrows(Wire.MalformedException.class, () -> Wire.decodeFrame(Wire.encode(state)), "address '" + address + "'");
+        }
+    }
+
     @Test
     void when_a_count_is_zero_one_its_maximum_past_it_or_negative_then_it_decodes_within_its_limit_or_is_malformed() throws Exception {
         for (int count : new int[] {-1, Integer.MIN_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE - 1, GossipLimits.MAX_MEMBERS + 1,
