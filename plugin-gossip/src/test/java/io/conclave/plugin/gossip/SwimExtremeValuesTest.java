@@ -97,6 +97,15 @@ class SwimExtremeValuesTest {
         assertTrue(took >= 0, "m2 did not refute the leave within 10 probe intervals");
         assertTrue(cluster.member("m2").swim.self().statusTime > atBound, "the refutation is newer than the forged leave");
         assertHealthy(cluster, "after the refutation");
+        // a death at the bound: refuted above it; a tag change after it raises the incarnation by one, no wrap
+        deliver(cluster.member("m2"), new Wire.Dead("m2", atBound, "m0"));
+        assertEquals(atBound + 1, cluster.member("m2").swim.self().incarnation);
+        Map<String, String> tags = new java.util.HashMap<>(cluster.member("m2").swim.self().tags);
+        tags.put("meta.zone", "b");
+        cluster.member("m2").swim.updateTags(tags);
+        assertEquals(atBound + 2, cluster.member("m2").swim.self().incarnation);
+        assertTrue(cluster.runUntil(() -> cluster.running().stream().allMatch(m -> "b".equals(m.view("m2").tags.get("meta.zone"))),
+                10 * PROBE) >= 0, "the tag change did not spread");
         // a member that starts afresh (its Lamport clock at 0) still takes the cluster's times, now near the bound
         cluster.kill("m1");
         assertTrue(cluster.runUntil(() -> cluster.member("m0").stateOf("m1") == MemberState.FAILED, 120_000) >= 0, "m1 not FAILED");
