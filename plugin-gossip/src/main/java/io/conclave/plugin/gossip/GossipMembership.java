@@ -441,7 +441,7 @@ final class GossipMembership implements Membership, Keyring {
             socket.close();
             return;
         }
-        if (incoming.size() >= GossipLimits.MAX_INCOMING_STREAMS && !evictOldestReceiving(null)) {
+        if (incoming.size() >= GossipLimits.MAX_INCOMING_STREAMS && !evictOldestReceiving(null, false)) {
             counters.streamRefused();
             refuse(socket, "all " + GossipLimits.MAX_INCOMING_STREAMS + " gossip TCP slots are busy answering");
             return;
@@ -477,7 +477,7 @@ final class GossipMembership implements Membership, Keyring {
             refuse(stream.socket, "a frame of " + Integer.toUnsignedString(length) + " bytes is over the limit of " + maxFrame);
             return false;
         }
-        while (incomingFrameBytes + length > GossipLimits.MAX_INCOMING_FRAME_BYTES && evictOldestReceiving(stream)) {
+        while (incomingFrameBytes + length > GossipLimits.MAX_INCOMING_FRAME_BYTES && evictOldestReceiving(stream, true)) {
             // an older frame still arriving gave its room up
         }
         stream.announcedBytes = length;
@@ -485,10 +485,13 @@ final class GossipMembership implements Membership, Keyring {
         return true;
     }
 
-    /** Cuts the connection that has held its slot the longest while still receiving its frame; false when none does. */
-    private boolean evictOldestReceiving(Incoming except) {
+    /**
+     * Cuts the connection that has held its slot the longest while still receiving its frame (with {@code holdingBytes},
+     * one that announced its frame's size); false when none does.
+     */
+    private boolean evictOldestReceiving(Incoming except, boolean holdingBytes) {
         for (Incoming oldest : incoming.values()) {
-            if (oldest.receiving && oldest != except) {
+            if (oldest.receiving && oldest != except && (!holdingBytes || oldest.announcedBytes > 0)) {
                 counters.streamEvicted();
                 release(oldest);
                 oldest.socket.close();

@@ -123,6 +123,33 @@ class StreamSlotsTest {
     }
 
     @Test
+    void when_more_large_frames_are_announced_than_the_budget_holds_then_the_oldest_give_way() throws Exception {
+        int fit = (int) (GossipLimits.MAX_INCOMING_FRAME_BYTES / GossipLimits.MAX_STREAM_BYTES);
+        int announced = fit + 12;
+        try (LoopbackMembers cluster = new LoopbackMembers(SETTINGS)) {
+            GossipMembership target = cluster.start("target", Optional.empty());
+            List<Socket> large = new ArrayList<>();
+            try {
+                for (int i = 0; i < announced; i++) {
+                    Socket socket = connect(Addresses.port(target.address()));
+                    new DataOutputStream(socket.getOutputStream()).writeInt(GossipLimits.MAX_STREAM_BYTES);
+                    large.add(socket);
+                }
+                LoopbackMembers.await(() -> target.counters().get("gossip.streams.evicted") == announced - fit, Duration.ofSeconds(5),
+                        (announced - fit) + " of " + announced + " announced 8 MiB frames cut, " + fit + " fit in "
+                                + (GossipLimits.MAX_INCOMING_FRAME_BYTES >> 20) + " MiB");
+                assertTrue(large.subList(0, announced - fit).stream().allMatch(StreamSlotsTest::closedByServer), "the oldest gave way");
+                assertTrue(large.subList(announced - fit, announced).stream().noneMatch(StreamSlotsTest::closedByServer),
+                        "the newest are still being received");
+            } finally {
+                for (Socket socket : large) {
+                    socket.close();
+                }
+            }
+        }
+    }
+
+    @Test
     void when_a_frame_is_announced_over_the_limit_then_the_sender_is_told_why() throws Exception {
         try (LoopbackMembers cluster = new LoopbackMembers(SETTINGS)) {
             GossipMembership target = cluster.start("target", Optional.empty());
