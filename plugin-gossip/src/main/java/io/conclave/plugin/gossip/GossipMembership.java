@@ -426,7 +426,7 @@ final class GossipMembership implements Membership, Keyring {
      * intervals, at least 1 s (memberlist's {@code TCPTimeout}, a deadline on the whole connection), what a member
      * waits for an answer to its own exchanges. Not an idle timeout: a byte now and then does not extend it.
      */
-    long frameDeadlineMillis() {
+    private long frameDeadlineMillis() {
         return Math.max(settings.gossip().probeInterval().toMillis() * 10, 1000);
     }
 

@@ -459,7 +459,7 @@ final class Swim {
             aheadLoggedMillis = now;
             LOG.warn("gossip: dropped {} about '{}' carrying {}, beyond {} (this server's wall clock plus {} h): a forged message, or a "
                             + "clock more than that behind its peers'; {} dropped so far (gossip.messages.dropped.ahead)", what,
-                    node, Long.toUnsignedString(value), counterBound(), GossipLimits.MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS / 3_600_000,
+                    Wire.printable(node), Long.toUnsignedString(value), counterBound(), GossipLimits.MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS / 3_600_000,
                     counters.droppedAhead());
         }
     }

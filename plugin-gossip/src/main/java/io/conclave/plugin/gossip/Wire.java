@@ -422,10 +422,11 @@ final class Wire {
         private static MalformedException truncated() {
             return new MalformedException("truncated");
         }
+    }
 
-        private static String printable(String text) {
-            String cut = text.length() > 64 ? text.substring(0, 64) + "…" : text;
-            return cut.replaceAll("[^\\x20-\\x7E]", "?");
-        }
+    /** {@code text} from the wire, fit for a log line: at most 64 characters, printable ASCII only. */
+    static String printable(String text) {
+        String cut = text.length() > 64 ? text.substring(0, 64) + "…" : text;
+        return cut.replaceAll("[^\\x20-\\x7E]", "?");
     }
 }
