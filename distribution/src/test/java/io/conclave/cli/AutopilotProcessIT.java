@@ -725,7 +725,7 @@ class AutopilotProcessIT {
     }
 
     @Test
-    void when_a_live_server_is_removed_then_legacy_keeps_it_up_quiet_and_shutdown_on_remove_stops_it_until_restarted(
+    void when_a_live_server_is_removed_then_legacy_keeps_it_up_quiet_and_shutdown_on_remove_exits_1_and_is_added_back_once_restarted(
             @TempDir Path work) throws Exception {
         try {
             List<Integer> serf = ports(3);
@@ -775,13 +775,13 @@ class AutopilotProcessIT {
             assertEquals(before[1], afterLegacy[1], "no pre-vote: the removed server never timed out into one");
             assertEquals(before[2], afterLegacy[2], "no (pre-)vote request refused");
 
-            // shutdown-on-remove: removed, it stops its Raft machinery; autopilot does not add a stopped server back
+            // shutdown-on-remove: removed without having asked to leave, it stops its Raft machinery and exits 1, never a
+            // member of nothing; restarted (as its supervisor would), it is added back on its data
             String otherId = nodeId(other);
             assertEquals(200, call("DELETE", leader.http, "/v1/operator/raft/peer?id=" + otherId, null).statusCode());
-            awaitLog(leaderNow, "stopped its Raft machinery when it was removed");
+            assertEquals(1, other.process.awaitExit(DEADLINE), "removed without asking, it exits 1 for its supervisor");
+            assertTrue(other.process.output().contains("without having asked to leave"), logs(List.of(other)));
             assertEquals(null, entryOf(leader, other), "not in the configuration");
-            assertEquals("Shutdown", self(other).getJsonObject("Stats").getJsonObject("raft").getString("state"));
-            other.process.close();
             start(work, other);
             await("restarted, it is a voter again", nodes, () -> {
                 JsonObject entry = entryOf(leaderNow, other);

@@ -16,11 +16,14 @@ final class GossipCounters {
     private final LongAdder streamsSent = new LongAdder();
     private final LongAdder streamBytesSent = new LongAdder();
     private final LongAdder streamsRefused = new LongAdder();
+    private final LongAdder streamsTimedOut = new LongAdder();
+    private final LongAdder streamsEvicted = new LongAdder();
     private final LongAdder failedProbes = new LongAdder();
     private final LongAdder suspicions = new LongAdder();
     private final LongAdder refutations = new LongAdder();
     private final LongAdder nameConflicts = new LongAdder();
     private final LongAdder gossipPackets = new LongAdder();
+    private final LongAdder droppedAhead = new LongAdder();
 
     void packetSent(int bytes) {
         packetsSent.increment();
@@ -49,8 +52,40 @@ final class GossipCounters {
         droppedOversized.increment();
     }
 
+    /** A message (or a push-pull record) whose Lamport time or incarnation is beyond the bound. */
+    void counterAhead() {
+        droppedAhead.increment();
+    }
+
+    long droppedAhead() {
+        return droppedAhead.sum();
+    }
+
+    /** An incoming TCP connection refused: no slot could be freed, or its frame is over the limit. */
     void streamRefused() {
         streamsRefused.increment();
+    }
+
+    /** An incoming TCP connection cut at the frame deadline. */
+    void streamTimedOut() {
+        streamsTimedOut.increment();
+    }
+
+    /** An incoming TCP connection still sending its frame, cut to make room for a newer one. */
+    void streamEvicted() {
+        streamsEvicted.increment();
+    }
+
+    long streamsRefused() {
+        return streamsRefused.sum();
+    }
+
+    long streamsTimedOut() {
+        return streamsTimedOut.sum();
+    }
+
+    long streamsEvicted() {
+        return streamsEvicted.sum();
     }
 
     void failedProbe() {
@@ -105,9 +140,12 @@ final class GossipCounters {
         map.put("gossip.packets.dropped.malformed", droppedMalformed.sum());
         map.put("gossip.packets.dropped.authentication", droppedAuthentication.sum());
         map.put("gossip.packets.dropped.oversized", droppedOversized.sum());
+        map.put("gossip.messages.dropped.ahead", droppedAhead.sum());
         map.put("gossip.streams.sent", streamsSent.sum());
         map.put("gossip.streams.bytes.sent", streamBytesSent.sum());
         map.put("gossip.streams.refused", streamsRefused.sum());
+        map.put("gossip.streams.timed_out", streamsTimedOut.sum());
+        map.put("gossip.streams.evicted", streamsEvicted.sum());
         map.put("gossip.probes.failed", failedProbes.sum());
         map.put("gossip.suspicions", suspicions.sum());
         map.put("gossip.refutations", refutations.sum());

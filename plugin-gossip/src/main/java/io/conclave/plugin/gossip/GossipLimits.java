@@ -26,8 +26,30 @@ final class GossipLimits {
     static final int MAX_PENDING_ACKS = 4096;
     /** Keys in a keyring. */
     static final int MAX_KEYS = 16;
-    /** Open incoming TCP connections; past it, new ones are closed at once. */
+    /**
+     * Open incoming TCP connections. Past it, a new one takes the slot of the connection that has held its slot the
+     * longest while still receiving its frame (a slow sender: honest frames arrive in milliseconds), so that slow
+     * senders cannot keep a join out; only when every slot is answering is the new one refused.
+     */
     static final int MAX_INCOMING_STREAMS = 256;
+    /**
+     * The frames being received at once, by their announced sizes: eight frames of {@link #MAX_STREAM_BYTES}. Past it,
+     * the oldest frames still arriving are cut to make room, as for the slots: 256 connections announcing the largest
+     * frame would otherwise hold 2 GiB of heap.
+     */
+    static final long MAX_INCOMING_FRAME_BYTES = 64L * 1024 * 1024;
+    /**
+     * How far a Lamport time or an incarnation that another member sends may be ahead of this member's wall clock
+     * (milliseconds since 1970); beyond it, the message (or the push-pull record) is dropped and counted
+     * ({@code gossip.messages.dropped.ahead}). Both are counters that honest members raise by one per join, leave or
+     * refutation, far below the milliseconds since 1970 (a machine whose clock was never set still accepts any counter
+     * below 86 million): a value beyond the bound is forged, or this machine's clock is more than a day behind.
+     * The bound follows the wall clock, not the member's Lamport clock: a member that just started (clock 0) must take
+     * its cluster's times, and a counter an accepted forgery pinned at the bound is overtaken a millisecond later, so no
+     * sequence of packets drives a counter to the end of its range, where a wrap would make a refutation older than the
+     * forgery it answers (issue 35: one leave at time 2^63 - 1 exiled a server for good).
+     */
+    static final long MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS = 24L * 60 * 60 * 1000;
     /** Local health awareness: the probe timeouts stretch to at most this many times their setting (memberlist's 8). */
     static final int AWARENESS_MAX_MULTIPLIER = 8;
 

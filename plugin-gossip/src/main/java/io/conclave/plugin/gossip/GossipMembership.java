@@ -30,7 +30,6 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -49,6 +48,20 @@ final class GossipMembership implements Membership, Keyring {
     static final int DEFAULT_PORT = 8301;
     private static final long RETRY_JOIN_MAX_BACKOFF_MILLIS = 30_000;
     private static final long AUTHENTICATION_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** At most one log line per this interval about TCP connections cut or refused (they are counted). */
+    private static final long STREAM_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    /** One incoming TCP connection: a slot from accept to close, and the frame bytes it announced while receiving. */
+    private static final class Incoming {
+        final NetSocket socket;
+        boolean receiving = true;
+        long announcedBytes;
+        long deadlineTimer = -1;
+
+        Incoming(NetSocket socket) {
+            this.socket = socket;
+        }
+    }
 
     private final PluginContext plugin;
     private final MembershipSettings settings;
@@ -56,7 +69,12 @@ final class GossipMembership implements Membership, Keyring {
     private final Context context;
     private final GossipCounters counters = new GossipCounters();
     private final List<Consumer<MembershipEvent>> listeners = new CopyOnWriteArrayList<>();
-    private final AtomicInteger incomingStreams = new AtomicInteger();
+    /** The incoming TCP connections, oldest first: each holds one of the slots from accept to close. On the context. */
+    private final LinkedHashMap<NetSocket, Incoming> incoming = new LinkedHashMap<>();
+    /** The announced sizes of the frames being received, under {@link GossipLimits#MAX_INCOMING_FRAME_BYTES}. */
+    private long incomingFrameBytes;
+    private long lastStreamLogNanos = System.nanoTime() - STREAM_LOG_INTERVAL_NANOS;
+    private long[] streamsAtLastLog = new long[3];
     private Optional<SecretKeyring> keyring = Optional.empty();
     private DatagramSocket udp;
     private NetServer tcp;
@@ -89,8 +107,9 @@ final class GossipMembership implements Membership, Keyring {
                 })
                 .compose(opened -> {
                     keyring = opened;
-                    tcp = vertx.createNetServer(new NetServerOptions().setHost(settings.bindAddress()).setPort(settings.port())
-                            .setIdleTimeout(30).setIdleTimeoutUnit(TimeUnit.SECONDS));
+                    // no idle timeout: a connection that trickles a byte now and then is never idle; the frame deadline
+                    // (onConnection) bounds the whole exchange instead
+                    tcp = vertx.createNetServer(new NetServerOptions().setHost(settings.bindAddress()).setPort(settings.port()));
                     tcp.connectHandler(this::onConnection);
                     return tcp.listen();
                 })
@@ -402,39 +421,150 @@ final class GossipMembership implements Membership, Keyring {
         }
     }
 
+    /**
+     * The time an incoming connection has, from its accept, to deliver its whole frame and take our answer: ten probe
+     * intervals, at least 1 s (memberlist's {@code TCPTimeout}, a deadline on the whole connection), what a member
+     * waits for an answer to its own exchanges. Not an idle timeout: a byte now and then does not extend it.
+     */
+    private long frameDeadlineMillis() {
+        return Math.max(settings.gossip().probeInterval().toMillis() * 10, 1000);
+    }
+
+    /**
+     * A connection from another member (or anyone who reaches the port). It takes a slot; when all
+     * {@link GossipLimits#MAX_INCOMING_STREAMS} are held, the connection that has held its slot the longest while still
+     * receiving its frame gives it up (a slow sender; an honest frame arrives in milliseconds), so slow senders never
+     * keep a join out. Whatever it does, the connection is closed at the frame deadline.
+     */
     private void onConnection(NetSocket socket) {
-        if (stopped || incomingStreams.incrementAndGet() > GossipLimits.MAX_INCOMING_STREAMS) {
-            incomingStreams.decrementAndGet();
-            counters.streamRefused();
+        if (stopped) {
             socket.close();
             return;
         }
-        socket.closeHandler(ignored -> incomingStreams.decrementAndGet());
-        readFrame(socket, frame -> {
-            byte[] plain = open(frame, "a TCP frame from " + socket.remoteAddress());
-            if (plain == null) {
+        if (incoming.size() >= GossipLimits.MAX_INCOMING_STREAMS && !evictOldestReceiving(null, false)) {
+            counters.streamRefused();
+            refuse(socket, "all " + GossipLimits.MAX_INCOMING_STREAMS + " gossip TCP slots are busy answering");
+            return;
+        }
+        Incoming stream = new Incoming(socket);
+        incoming.put(socket, stream);
+        socket.closeHandler(ignored -> release(stream));
+        stream.deadlineTimer = vertx.setTimer(frameDeadlineMillis(), id -> {
+            if (incoming.containsKey(socket)) {
+                counters.streamTimedOut();
+                release(stream);
                 socket.close();
-                return;
+                logStreamsCut();
             }
-            Wire.Message message;
-            try {
-                message = Wire.decodeFrame(plain);
-            } catch (Wire.MalformedException e) {
-                counters.malformed();
-                socket.close();
-                return;
-            }
-            if (message instanceof Wire.KeyringRequest request) {
-                applyLocally(request).onComplete(answer -> writeFrame(socket, Wire.encode(answer.result())).onComplete(done -> socket.close()));
-                return;
-            }
-            byte[] answer = swim.onRequest(message);
-            if (answer == null) {
-                socket.close();
-            } else {
-                writeFrame(socket, answer).onComplete(done -> socket.close());
-            }
+        });
+        readFrame(socket, length -> admit(stream, length), frame -> {
+            stream.receiving = false;
+            incomingFrameBytes -= stream.announcedBytes;
+            stream.announcedBytes = 0;
+            answer(socket, frame);
         }, socket::close);
+    }
+
+    /**
+     * Whether the frame of {@code length} bytes {@code stream} announces may be received: within the frame limit, and
+     * within {@link GossipLimits#MAX_INCOMING_FRAME_BYTES} once older slow senders made room. Refuses it otherwise.
+     */
+    private boolean admit(Incoming stream, int length) {
+        int maxFrame = GossipLimits.MAX_STREAM_BYTES + GossipLimits.ENCRYPTION_OVERHEAD_BYTES;
+        if (length < 0 || length > maxFrame) {
+            counters.streamRefused();
+            release(stream);
+            refuse(stream.socket, "a frame of " + Integer.toUnsignedString(length) + " bytes is over the limit of " + maxFrame);
+            return false;
+        }
+        while (incomingFrameBytes + length > GossipLimits.MAX_INCOMING_FRAME_BYTES && evictOldestReceiving(stream, true)) {
+            // an older frame still arriving gave its room up
+        }
+        stream.announcedBytes = length;
+        incomingFrameBytes += length;
+        return true;
+    }
+
+    /**
+     * Cuts the connection that has held its slot the longest while still receiving its frame (with {@code holdingBytes},
+     * one that announced its frame's size); false when none does.
+     */
+    private boolean evictOldestReceiving(Incoming except, boolean holdingBytes) {
+        for (Incoming oldest : incoming.values()) {
+            if (oldest.receiving && oldest != except && (!holdingBytes || oldest.announcedBytes > 0)) {
+                counters.streamEvicted();
+                release(oldest);
+                oldest.socket.close();
+                logStreamsCut();
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Gives up the slot and frame bytes of {@code stream}; once, however often it is called. */
+    private void release(Incoming stream) {
+        if (incoming.remove(stream.socket) != null) {
+            incomingFrameBytes -= stream.announcedBytes;
+            stream.announcedBytes = 0;
+            stream.receiving = false;
+            vertx.cancelTimer(stream.deadlineTimer);
+        }
+    }
+
+    /** Tells the sender why it is not served (so that a join through us does not blame encryption), then closes. */
+    private void refuse(NetSocket socket, String reason) {
+        logStreamsCut();
+        writeFrame(socket, Wire.encode(new Wire.Refused(reason))).onComplete(done -> socket.close());
+    }
+
+    /** At most every 30 s, one line on the TCP connections cut or refused since the last one. */
+    private void logStreamsCut() {
+        long now = System.nanoTime();
+        if (now - lastStreamLogNanos < STREAM_LOG_INTERVAL_NANOS) {
+            return;
+        }
+        long[] totals = {counters.streamsTimedOut(), counters.streamsEvicted(), counters.streamsRefused()};
+        long[] since = new long[3];
+        for (int i = 0; i < 3; i++) {
+            since[i] = totals[i] - streamsAtLastLog[i];
+        }
+        if (since[0] + since[1] + since[2] == 0) {
+            return;
+        }
+        lastStreamLogNanos = now;
+        streamsAtLastLog = totals;
+        LOG.warn("gossip: TCP connections cut or refused since the last report: {} without a whole frame within {} ms, {} to make "
+                        + "room for newer ones (all {} slots, or {} MiB of frames, held by connections still sending), {} refused; "
+                        + "slow or hostile peers (gossip.streams.timed_out, .evicted, .refused)", since[0], frameDeadlineMillis(),
+                since[1], GossipLimits.MAX_INCOMING_STREAMS, GossipLimits.MAX_INCOMING_FRAME_BYTES >> 20, since[2]);
+    }
+
+    /** Opens, decodes and answers one frame received on {@code socket}, then closes it. */
+    private void answer(NetSocket socket, byte[] frame) {
+        byte[] plain = open(frame, "a TCP frame from " + socket.remoteAddress());
+        if (plain == null) {
+            socket.close();
+            return;
+        }
+        Wire.Message message;
+        try {
+            message = Wire.decodeFrame(plain);
+        } catch (Wire.MalformedException e) {
+            counters.malformed();
+            socket.close();
+            return;
+        }
+        if (message instanceof Wire.KeyringRequest request) {
+            applyLocally(request).onComplete(answer -> writeFrame(socket, Wire.encode(answer.result())).onComplete(done -> socket.close()));
+            return;
+        }
+        byte[] answer = swim.onRequest(message);
+        if (answer == null) {
+            socket.close();
+        } else {
+            writeFrame(socket, answer).onComplete(done -> socket.close());
+        }
     }
 
     private Future<Void> writeFrame(NetSocket socket, byte[] plain) {
@@ -443,28 +573,33 @@ final class GossipMembership implements Membership, Keyring {
         return socket.write(Buffer.buffer(4 + sealed.length).appendInt(sealed.length).appendBytes(sealed));
     }
 
-    /** Reads one length-prefixed frame; a frame over the limit, or a socket that ends first, calls {@code onFailure}. */
-    private static void readFrame(NetSocket socket, Consumer<byte[]> onFrame, Runnable onFailure) {
+    /**
+     * Reads one length-prefixed frame. Once the length is known, {@code admit} says whether to read on (if not, it has
+     * dealt with the socket); a socket that ends first calls {@code onFailure}.
+     */
+    private static void readFrame(NetSocket socket, java.util.function.IntPredicate admit, Consumer<byte[]> onFrame,
+                                  Runnable onFailure) {
         Buffer received = Buffer.buffer();
         boolean[] done = {false};
-        int maxFrame = GossipLimits.MAX_STREAM_BYTES + GossipLimits.ENCRYPTION_OVERHEAD_BYTES;
+        int[] length = {-1};
         socket.handler(chunk -> {
             if (done[0]) {
                 return;
             }
             received.appendBuffer(chunk);
-            if (received.length() < 4) {
-                return;
+            if (length[0] < 0) {
+                if (received.length() < 4) {
+                    return;
+                }
+                if (!admit.test(received.getInt(0))) {
+                    done[0] = true;
+                    return;
+                }
+                length[0] = received.getInt(0);
             }
-            int length = received.getInt(0);
-            if (length < 0 || length > maxFrame) {
+            if (received.length() >= 4 + length[0]) {
                 done[0] = true;
-                onFailure.run();
-                return;
-            }
-            if (received.length() >= 4 + length) {
-                done[0] = true;
-                onFrame.accept(received.getBytes(4, 4 + length));
+                onFrame.accept(received.getBytes(4, 4 + length[0]));
             }
         });
         socket.endHandler(ignored -> {
@@ -473,6 +608,18 @@ final class GossipMembership implements Membership, Keyring {
                 onFailure.run();
             }
         });
+    }
+
+    /** An answer's length check on our own exchanges: within the frame limit, or {@code onFailure}. */
+    private static java.util.function.IntPredicate withinFrameLimit(Runnable onFailure) {
+        int maxFrame = GossipLimits.MAX_STREAM_BYTES + GossipLimits.ENCRYPTION_OVERHEAD_BYTES;
+        return length -> {
+            if (length >= 0 && length <= maxFrame) {
+                return true;
+            }
+            onFailure.run();
+            return false;
+        };
     }
 
     /** One TCP exchange: a frame out, a frame back, within {@code timeoutMillis}; on the context. */
@@ -502,18 +649,32 @@ final class GossipMembership implements Membership, Keyring {
                 socket.close();
                 return;
             }
-            readFrame(socket, frame -> {
-                vertx.cancelTimer(timer);
-                byte[] opened = open(frame, "an answer from " + address);
-                once.accept(opened, opened == null ? new IllegalStateException("its answer failed authentication "
-                        + "(another encrypt key?)") : null);
-            }, () -> {
+            Runnable closed = () -> {
                 vertx.cancelTimer(timer);
                 once.accept(null, new IllegalStateException("closed without an answer" + (keyring.isPresent()
                         ? " (it may not hold our encryption key)" : " (it may expect encrypted gossip: is encrypt set there?)")));
-            });
+            };
+            readFrame(socket, withinFrameLimit(closed), frame -> {
+                vertx.cancelTimer(timer);
+                byte[] opened = open(frame, "an answer from " + address);
+                if (opened == null) {
+                    once.accept(null, new IllegalStateException("its answer failed authentication (another encrypt key?)"));
+                } else if (opened.length > 0 && opened[0] == Wire.REFUSED) {
+                    once.accept(null, new IllegalStateException("it refused the connection: " + refusalReason(opened)));
+                } else {
+                    once.accept(opened, null);
+                }
+            }, closed);
             writeFrame(socket, plain);
         });
+    }
+
+    private static String refusalReason(byte[] frame) {
+        try {
+            return Wire.decodeFrame(frame) instanceof Wire.Refused refused ? refused.reason() : "(no reason)";
+        } catch (Wire.MalformedException e) {
+            return "(a malformed refusal: " + e.getMessage() + ")";
+        }
     }
 
     private final class VertxEnvironment implements Swim.Environment {
@@ -522,6 +683,11 @@ final class GossipMembership implements Membership, Keyring {
         @Override
         public long nowMillis() {
             return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - originNanos);
+        }
+
+        @Override
+        public long wallClockMillis() {
+            return System.currentTimeMillis();
         }
 
         @Override

@@ -23,14 +23,29 @@ import org.slf4j.LoggerFactory;
  *
  * <p>No socket, thread or clock inside: everything goes through {@link Environment}, so the same code runs on a
  * Vert.x context over UDP and TCP, and in a seeded simulator. Not thread-safe: every call on one thread (the context).
+ *
+ * <p>Lamport times and incarnations are uint64 on the wire. What another member sends is believed only up to
+ * {@link #counterBound()} (the wall clock plus {@link GossipLimits#MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS}, compared
+ * unsigned); a message or push-pull record beyond it is dropped and counted. Our own counters grow only past values
+ * within that bound (a refutation answers an accusation at or above our incarnation, a rejoin a leave newer than ours),
+ * so they stay far below 2^63 and never wrap ({@link Math#incrementExact} asserts it).
  */
 final class Swim {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.gossip");
+    /** At most one log line per this interval about messages dropped beyond the counter bound (they are counted). */
+    private static final long AHEAD_LOG_INTERVAL_MILLIS = 30_000;
 
     /** What the member needs from the world; the simulator and the Vert.x adapter provide it. */
     interface Environment {
+        /** A monotonic clock, for timeouts. */
         long nowMillis();
+
+        /**
+         * The wall clock, in milliseconds since 1970: only to bound the Lamport times and incarnations others send
+         * ({@link GossipLimits#MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS}).
+         */
+        long wallClockMillis();
 
         /** Runs {@code task} after {@code delayMillis} on the member's thread. */
         Timer schedule(long delayMillis, Runnable task);
@@ -113,6 +128,7 @@ final class Swim {
     private boolean stopped;
     private final List<Timer> periodic = new ArrayList<>();
     private Timer probeTimer;
+    private long aheadLoggedMillis = Long.MIN_VALUE;
 
     Swim(Environment environment, GossipSettings settings, Random random, String name, String address,
          Map<String, String> tags, GossipCounters counters) {
@@ -131,7 +147,7 @@ final class Swim {
             return;
         }
         started = true;
-        self.statusTime = ++clock;
+        self.statusTime = tick();
         broadcastAlive(self);
         schedulePeriodic(settings.gossipInterval().toMillis(), this::gossip);
         schedulePeriodic(this::scaledPushPullDelay, this::pushPullWithRandomMember);
@@ -165,7 +181,7 @@ final class Swim {
             return;
         }
         leaving = true;
-        self.statusTime = ++clock;
+        self.statusTime = tick();
         Wire.Leave intent = new Wire.Leave(self.name, self.statusTime, false);
         if (aliveOthers() == 0) {
             self.state = MemberState.LEFT;
@@ -224,13 +240,13 @@ final class Swim {
         if (node == null || node == self) {
             return false;
         }
-        onLeave(new Wire.Leave(name, ++clock, prune));
+        onLeave(new Wire.Leave(name, tick(), prune));
         return true;
     }
 
     void updateTags(Map<String, String> tags) {
         self.tags = Map.copyOf(tags);
-        self.incarnation++;
+        self.incarnation = Math.incrementExact(self.incarnation);
         broadcastAlive(self);
         environment.event(MembershipEvent.Type.UPDATED, self);
     }
@@ -277,6 +293,9 @@ final class Swim {
     }
 
     private void handle(Wire.Message message) {
+        if (droppedBeyondBound(message)) {
+            return;
+        }
         if (message instanceof Wire.Ping ping) {
             onPing(ping);
         } else if (message instanceof Wire.IndirectPing indirect) {
@@ -312,6 +331,19 @@ final class Swim {
             return Wire.encode(new Wire.Ack(ping.sequence()));
         }
         return null;
+    }
+
+    private static String subjectOf(Wire.Message message) {
+        if (message instanceof Wire.Alive alive) {
+            return alive.node();
+        } else if (message instanceof Wire.Suspect suspect) {
+            return suspect.node();
+        } else if (message instanceof Wire.Dead dead) {
+            return dead.node();
+        } else if (message instanceof Wire.Leave leave) {
+            return leave.node();
+        }
+        return "";
     }
 
     private void onPing(Wire.Ping ping) {
@@ -371,6 +403,65 @@ final class Swim {
 
     private void witness(long time) {
         clock = Math.max(clock, time);
+    }
+
+    /** The next Lamport time of ours. The clock is within the bound (plus our own ticks): it never wraps (asserted). */
+    private long tick() {
+        clock = Math.incrementExact(clock);
+        return clock;
+    }
+
+    /**
+     * The largest Lamport time or incarnation believed from others now: the wall clock plus
+     * {@link GossipLimits#MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS}, far below 2^63.
+     */
+    long counterBound() {
+        return Math.max(0, environment.wallClockMillis()) + GossipLimits.MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS;
+    }
+
+    /**
+     * Whether {@code value}, a uint64 from the wire, is beyond {@link #counterBound()}: compared unsigned, so that the
+     * values from 2^63 on (negative as a long) are the largest, not the smallest.
+     */
+    private boolean beyondBound(long value) {
+        return Long.compareUnsigned(value, counterBound()) > 0;
+    }
+
+    /** Drops (and counts) {@code message} when a Lamport time or incarnation of it is beyond the bound. */
+    private boolean droppedBeyondBound(Wire.Message message) {
+        long[] counters;
+        if (message instanceof Wire.Alive alive) {
+            counters = new long[] {alive.incarnation(), alive.joinTime()};
+        } else if (message instanceof Wire.Suspect suspect) {
+            counters = new long[] {suspect.incarnation()};
+        } else if (message instanceof Wire.Dead dead) {
+            counters = new long[] {dead.incarnation()};
+        } else if (message instanceof Wire.Leave leave) {
+            counters = new long[] {leave.time()};
+        } else {
+            return false; // sequences are matched by equality only: any value is harmless
+        }
+        for (long value : counters) {
+            if (beyondBound(value)) {
+                droppedAhead("a " + message.getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT) + " message",
+                        subjectOf(message), value);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Counts a message (or push-pull record) dropped for a counter beyond the bound, and says so now and then. */
+    private void droppedAhead(String what, String node, long value) {
+        counters.counterAhead();
+        long now = environment.nowMillis();
+        if (aheadLoggedMillis == Long.MIN_VALUE || now - aheadLoggedMillis >= AHEAD_LOG_INTERVAL_MILLIS) {
+            aheadLoggedMillis = now;
+            LOG.warn("gossip: dropped {} about '{}' carrying {}, beyond {} (this server's wall clock plus {} h): a forged message, or a "
+                            + "clock more than that behind its peers'; {} dropped so far (gossip.messages.dropped.ahead)", what,
+                    Wire.printable(node), Long.toUnsignedString(value), counterBound(), GossipLimits.MAX_COUNTER_AHEAD_OF_WALL_CLOCK_MILLIS / 3_600_000,
+                    counters.droppedAhead());
+        }
     }
 
     void onAlive(Wire.Alive alive) {
@@ -516,7 +607,9 @@ final class Swim {
 
     void onDead(Wire.Dead dead) {
         if (dead.node().equals(self.name)) {
-            if (!leaving) {
+            // memberlist's rule: a death below our incarnation is stale news, already refuted (refuting each one again
+            // would let a forger raise our incarnation by one per packet)
+            if (!leaving && dead.incarnation() >= self.incarnation) {
                 refute(dead.incarnation());
             }
             return;
@@ -540,7 +633,7 @@ final class Swim {
         if (leave.node().equals(self.name)) {
             if (!leaving && leave.time() > self.statusTime) {
                 // a stale intent (from before a restart) or a force-leave while we live: rejoin, newer than it
-                self.statusTime = ++clock;
+                self.statusTime = tick();
                 refute(self.incarnation);
             }
             return;
@@ -572,8 +665,9 @@ final class Swim {
         broadcasts.add(node.name, Wire.encode(new Wire.Leave(node.name, node.statusTime, false)), null);
     }
 
+    /** Raises our incarnation above {@code incarnation}, which is within the bound: it never wraps (asserted). */
     private void refute(long incarnation) {
-        self.incarnation = Math.max(self.incarnation, incarnation) + 1;
+        self.incarnation = Math.incrementExact(Math.max(self.incarnation, incarnation));
         if (settings.lifeguard()) {
             awareness = Math.min(GossipLimits.AWARENESS_MAX_MULTIPLIER - 1, awareness + 1);
         }
@@ -627,10 +721,22 @@ final class Swim {
         return new Wire.PushPull(join, clock, records);
     }
 
-    /** memberlist's {@code mergeState}: a remote failure only makes us suspect, never declares it. */
+    /**
+     * memberlist's {@code mergeState}: a remote failure only makes us suspect, never declares it. A record (or the
+     * clock) beyond the bound is dropped and counted; the others are merged.
+     */
     private void merge(Wire.PushPull state) {
-        witness(state.clock());
+        if (beyondBound(state.clock())) {
+            droppedAhead("a push-pull's clock", "", state.clock());
+        } else {
+            witness(state.clock());
+        }
         for (Wire.MemberRecord record : state.members()) {
+            if (beyondBound(record.incarnation()) || beyondBound(record.statusTime())) {
+                droppedAhead("a push-pull record", record.name(), beyondBound(record.incarnation()) ? record.incarnation()
+                        : record.statusTime());
+                continue;
+            }
             switch (record.state()) {
                 case ALIVE -> onAlive(new Wire.Alive(record.name(), record.incarnation(), record.address(), record.statusTime(),
                         record.tags()));
@@ -871,9 +977,11 @@ final class Swim {
             if (node == self) {
                 continue;
             }
-            boolean recentlyFailed = node.state == MemberState.FAILED
+            // the recently failed or left too: one wrongly declared dead, or said to have left by a forged intent, hears
+            // it and refutes it within a few gossip rounds instead of at its next push-pull
+            boolean recentlyGone = (node.state == MemberState.FAILED || node.state == MemberState.LEFT)
                     && now - node.stateChangeMillis < settings.probeInterval().toMillis() * 30;
-            if (node.state == MemberState.ALIVE || node.state == MemberState.SUSPECT || recentlyFailed) {
+            if (node.state == MemberState.ALIVE || node.state == MemberState.SUSPECT || recentlyGone) {
                 candidates.add(node);
             }
         }
@@ -881,10 +989,10 @@ final class Swim {
         int count = Math.min(settings.gossipNodes(), candidates.size());
         for (int i = 0; i < count; i++) {
             Node target = candidates.get(i);
-            // gossip to the recently failed helps one wrongly declared dead to refute it, but counts no transmission:
-            // with most members dead, it would use up a broadcast (a leave intent) before the live ones heard it
-            List<byte[]> messages = target.state == MemberState.FAILED ? broadcasts.peek(budget(0))
-                    : broadcasts.take(budget(0), retransmitLimit());
+            // gossip to the recently gone counts no transmission: with most members dead, it would use up a broadcast
+            // (a leave intent) before the live ones heard it
+            boolean gone = target.state == MemberState.FAILED || target.state == MemberState.LEFT;
+            List<byte[]> messages = gone ? broadcasts.peek(budget(0)) : broadcasts.take(budget(0), retransmitLimit());
             if (messages.isEmpty()) {
                 return;
             }

@@ -15,6 +15,10 @@ import java.util.Map;
  * The gossip protocol's messages and their binary form. A packet is a magic byte, a count and that many messages;
  * a stream frame is one message. Every field is bounded ({@link GossipLimits}); anything else is a
  * {@link MalformedException}, never another exception, so a hostile or damaged packet is dropped and counted.
+ *
+ * <p>Numbers: sequences, incarnations and Lamport times are uint64 (8 bytes, big-endian), decoded over their whole
+ * range; lengths are uint16 and counts uint8 or int32, each checked against its limit before anything is allocated.
+ * The encoder refuses (with an {@link IllegalArgumentException}) what its field cannot count, never letting it wrap.
  */
 final class Wire {
 
@@ -31,9 +35,10 @@ final class Wire {
     static final byte PUSH_PULL = 20;
     static final byte KEYRING = 21;
     static final byte KEYRING_ANSWER = 22;
+    static final byte REFUSED = 23;
 
     sealed interface Message permits Ping, IndirectPing, Ack, Nack, Suspect, Alive, Dead, Leave, PushPull, KeyringRequest,
-            KeyringAnswer {
+            KeyringAnswer, Refused {
     }
 
     /** A probe; {@code target} is the name the sender means, so a reused address does not ack for another node. */
@@ -83,6 +88,10 @@ final class Wire {
     record KeyringAnswer(String node, String error, List<String> keys, String primaryKey) implements Message {
     }
 
+    /** A member's answer on a TCP connection it will not serve (no slot free, a frame over the limit), and why. */
+    record Refused(String reason) implements Message {
+    }
+
     /** A packet or frame that is not a well-formed message of this protocol. */
     static final class MalformedException extends Exception {
         MalformedException(String message) {
@@ -126,6 +135,8 @@ final class Wire {
             out.type(KEYRING_ANSWER).string(m.node()).string(m.error()).intValue(m.keys().size());
             m.keys().forEach(out::string);
             out.string(m.primaryKey());
+        } else if (message instanceof Refused m) {
+            out.type(REFUSED).string(m.reason());
         }
         return out.bytes();
     }
@@ -167,7 +178,8 @@ final class Wire {
         List<Message> messages = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             Message message = in.message();
-            if (message instanceof PushPull || message instanceof KeyringRequest || message instanceof KeyringAnswer) {
+            if (message instanceof PushPull || message instanceof KeyringRequest || message instanceof KeyringAnswer
+                    || message instanceof Refused) {
                 throw new MalformedException("stream message in a packet");
             }
             messages.add(message);
@@ -224,6 +236,9 @@ final class Wire {
         }
 
         Writer tags(Map<String, String> tags) {
+            if (tags.size() > 0xFF) {
+                throw new IllegalArgumentException(tags.size() + " tags: one byte counts them");
+            }
             out.write(tags.size());
             tags.forEach((key, value) -> string(key).string(value));
             return this;
@@ -255,6 +270,7 @@ final class Wire {
                 case PUSH_PULL -> pushPull();
                 case KEYRING -> new KeyringRequest(keyringOperation(), string(GossipLimits.MAX_NAME_BYTES));
                 case KEYRING_ANSWER -> keyringAnswer();
+                case REFUSED -> new Refused(string(GossipLimits.MAX_TAG_VALUE_BYTES));
                 default -> throw new MalformedException("unknown message type " + type);
             };
         }
@@ -333,22 +349,22 @@ final class Wire {
             }
         }
 
-        /** An incarnation or a Lamport time: never negative. */
+        /**
+         * An incarnation or a Lamport time: a uint64, its whole range taken as it comes (a Java long, negative from
+         * 2^63 on). Which values are believable is the member's decision ({@link Swim}, with unsigned comparisons).
+         */
         long counter() throws MalformedException {
-            long value = sequence();
-            if (value < 0) {
-                throw new MalformedException("negative counter " + value);
-            }
-            return value;
+            return sequence();
         }
 
         String name() throws MalformedException {
             return string(GossipLimits.MAX_NAME_BYTES);
         }
 
+        /** A {@code host:port}, never empty: every address the wire carries is one a member sends to. */
         String address() throws MalformedException {
             String address = string(GossipLimits.MAX_NAME_BYTES);
-            if (!address.isEmpty() && !Addresses.isHostPort(address)) {
+            if (!Addresses.isHostPort(address)) {
                 throw new MalformedException("bad address '" + printable(address) + "'");
             }
             return address;
@@ -406,10 +422,11 @@ final class Wire {
         private static MalformedException truncated() {
             return new MalformedException("truncated");
         }
+    }
 
-        private static String printable(String text) {
-            String cut = text.length() > 64 ? text.substring(0, 64) + "…" : text;
-            return cut.replaceAll("[^\\x20-\\x7E]", "?");
-        }
+    /** {@code text} from the wire, fit for a log line: at most 64 characters, printable ASCII only. */
+    static String printable(String text) {
+        String cut = text.length() > 64 ? text.substring(0, 64) + "…" : text;
+        return cut.replaceAll("[^\\x20-\\x7E]", "?");
     }
 }

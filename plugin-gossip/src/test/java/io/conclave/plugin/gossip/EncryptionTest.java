@@ -174,7 +174,7 @@ class EncryptionTest {
     }
 
     @Test
-    void when_strangers_open_more_tcp_connections_than_the_limit_then_the_extra_ones_are_closed_and_counted() throws Exception {
+    void when_strangers_open_more_tcp_connections_than_the_limit_then_the_oldest_idle_ones_are_cut_and_counted() throws Exception {
         try (LoopbackMembers cluster = new LoopbackMembers(GossipSettings.FAST)) {
             GossipMembership a = cluster.start("a", Optional.of(key(1)));
             int port = Addresses.port(a.address());
@@ -183,14 +183,16 @@ class EncryptionTest {
             for (int i = 0; i < GossipLimits.MAX_INCOMING_STREAMS + 40; i++) {
                 open.add(client.connect(port, "127.0.0.1").await(5, TimeUnit.SECONDS)); // idle: never sends a frame
             }
-            LoopbackMembers.await(() -> a.counters().get("gossip.streams.refused") >= 40, Duration.ofSeconds(10),
-                    "the connections past the limit refused");
+            LoopbackMembers.await(() -> a.counters().get("gossip.streams.evicted") >= 40, Duration.ofSeconds(10),
+                    "the oldest idle connections cut to make room for the ones past the limit");
+            GossipMembership b = cluster.start("b", UUID.randomUUID().toString(), 0, Optional.of(key(1)), List.of(a.address()));
+            LoopbackMembers.await(() -> LoopbackMembers.converged(List.of(a, b)), Duration.ofSeconds(10),
+                    "a member joining while the strangers hold the slots");
+            LoopbackMembers.await(() -> a.counters().get("gossip.streams.timed_out") >= GossipLimits.MAX_INCOMING_STREAMS - 1,
+                    Duration.ofSeconds(10), "the idle connections left cut at the frame deadline");
             for (NetSocket socket : open) {
                 socket.close();
             }
-            GossipMembership b = cluster.start("b", UUID.randomUUID().toString(), 0, Optional.of(key(1)), List.of(a.address()));
-            LoopbackMembers.await(() -> LoopbackMembers.converged(List.of(a, b)), Duration.ofSeconds(10),
-                    "a member joining once the strangers are gone");
         }
     }
 

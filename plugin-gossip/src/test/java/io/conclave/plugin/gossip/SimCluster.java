@@ -99,6 +99,14 @@ final class SimCluster {
         return now;
     }
 
+    /** Where the members' wall clocks start (a day in 2027): simulated time moves them on together. */
+    static final long WALL_CLOCK_ORIGIN_MILLIS = 1_800_000_000_000L;
+
+    /** The members' wall clock, milliseconds since 1970. */
+    long wallClockMillis() {
+        return WALL_CLOCK_ORIGIN_MILLIS + now;
+    }
+
     Member add(String name) {
         Member member = new Member(name, new UUID(random.nextLong(), random.nextLong()).toString());
         byAddress.put(member.address, member);
@@ -193,6 +201,11 @@ final class SimCluster {
             @Override
             public long nowMillis() {
                 return now;
+            }
+
+            @Override
+            public long wallClockMillis() {
+                return SimCluster.this.wallClockMillis();
             }
 
             @Override

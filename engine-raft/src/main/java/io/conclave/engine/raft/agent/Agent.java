@@ -353,6 +353,7 @@ public final class Agent implements AutoCloseable {
                 }
             }, "conclave-storage-failure").start(); // stop() closes Vert.x: not on its threads
         });
+        node.subscribe(this::exitIfRemovedUnasked);
         clusterRpc.node(node);
         admission.node(node);
         bootstrapper.raftStopped(() -> node.status().role() == io.conclave.engine.raft.core.Role.SHUTDOWN);
@@ -412,6 +413,37 @@ public final class Agent implements AutoCloseable {
         } else if (!hasRaftState.get()) {
             LOG.info("no Raft state and bootstrap_expect is 0: waiting to be added to a cluster");
         }
+    }
+
+    /**
+     * A server removed from the Raft configuration without having asked to leave (an operator's remove-peer, or
+     * autopilot acting on a leave intent this server never sent: without {@code encrypt}, gossip can forge one), whose
+     * removal policy stopped its Raft machinery, stops with a failure, and its process exits 1: its supervisor restarts
+     * it, and the leader's autopilot adds it back on its data (as a non-voter, promoted once stable). Staying up, it
+     * would be a member of nothing: stale reads, writes refused, never added back (a stopped Raft is not admitted),
+     * never restarted (issue 35). Rejoining inside the process instead would mean a second Raft node on this data
+     * after the first; a restart is the path already tested. A leave's removal is the leave's (exit 0), and a policy
+     * that keeps a removed server up (legacy) keeps it up. On the node's context.
+     */
+    private void exitIfRemovedUnasked(io.conclave.engine.raft.core.CoreEvent event) {
+        if (!(event instanceof io.conclave.engine.raft.core.CoreEvent.Removed removed) || leaving
+                || removed.action() != io.conclave.api.policy.RemovalAction.SHUTDOWN) {
+            return;
+        }
+        String reason = "removed from the Raft configuration without having asked to leave (by an operator's remove-peer, or by"
+                + " autopilot acting on a leave intent this server did not send: without encrypt, gossip can forge one), and the"
+                + " removal policy " + removed.policy() + " stopped its Raft machinery";
+        LOG.error("{}: the agent stops and exits 1, so that its supervisor restarts it and the leader's autopilot adds it back on"
+                + " its data; to take a server out for good, run 'conclave leave' on it", reason);
+        failure = new IllegalStateException(reason);
+        new Thread(() -> {
+            try {
+                stop();
+            } catch (RuntimeException e) {
+                LOG.warn("while stopping after the removal: {}", e.getMessage());
+                terminated.tryComplete();
+            }
+        }, "conclave-removed").start(); // stop() closes Vert.x: not on its threads
     }
 
     /** Bootstraps this server's first configuration and takes the cluster ID the bootstrapping servers derived. */

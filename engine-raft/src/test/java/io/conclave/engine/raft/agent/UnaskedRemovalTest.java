@@ -1,0 +1,104 @@
+package io.conclave.engine.raft.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.engine.raft.config.ConfigLoader;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A server removed from the Raft configuration without having asked to leave (an operator's remove-peer here; a leave
+ * intent forged over unencrypted gossip has the same effect) stops by itself with a failure, so that its process exits
+ * 1 and a supervisor restarts it: it never stays up as a member of nothing (issue 35). A server that leaves still
+ * stops without one. Three agents in one JVM, with static membership.
+ */
+class UnaskedRemovalTest {
+
+    @BeforeAll
+    static void startClient() {
+        AgentTest.startClient();
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private static void await(String what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError(what + ": not within " + deadline);
+            }
+            TimeUnit.MILLISECONDS.sleep(20);
+        }
+    }
+
+    private static String leaderOf(Agent agent) {
+        try {
+            return AgentTest.request(agent.httpPort(), HttpMethod.GET, "/v1/status/leader").body().replace("\"", "");
+        } catch (Exception e) {
+            return "";
+        }
+    }
+
+    @Test
+    void when_a_server_is_removed_without_asking_to_leave_then_it_stops_with_a_failure_and_one_that_leaves_stops_without(
+            @TempDir Path work) throws Exception {
+        List<Integer> raftPorts = List.of(freePort(), freePort(), freePort());
+        StringBuilder servers = new StringBuilder();
+        for (int port : raftPorts) {
+            servers.append(servers.length() == 0 ? "" : ", ").append("\"127.0.0.1:").append(port).append('"');
+        }
+        List<Agent> agents = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                String json = "{\"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\", \"bootstrap_expect\": 3, "
+                        + "\"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], \"ports\": {\"http\": 0, \"server\": "
+                        + raftPorts.get(i) + "}}";
+                agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
+            }
+            await("a leader all three agree on", Duration.ofSeconds(30), () -> {
+                String leader = leaderOf(agents.get(0));
+                return !leader.isEmpty() && agents.stream().allMatch(agent -> leader.equals(leaderOf(agent)));
+            });
+            String leaderAddress = leaderOf(agents.get(0));
+            Agent leader = agents.get(raftPorts.indexOf(Integer.parseInt(leaderAddress.substring(leaderAddress.lastIndexOf(':') + 1))));
+            List<Agent> followers = agents.stream().filter(agent -> agent != leader).toList();
+
+            Agent removed = followers.get(0);
+            AgentTest.Response remove = AgentTest.request(leader.httpPort(), HttpMethod.DELETE, "/v1/operator/raft/peer?id=" + removed.nodeId());
+            assertEquals(200, remove.status(), remove.body());
+            await("the server removed without asking stopped by itself", Duration.ofSeconds(15), () -> removed.terminated().isComplete());
+            assertNotNull(removed.failure(), "it stopped as a failure (exit 1), for its supervisor to restart it");
+            assertTrue(removed.failure().getMessage().contains("without having asked to leave"), removed.failure().getMessage());
+
+            Agent leaving = followers.get(1);
+            AgentTest.Response leave = AgentTest.request(leaving.httpPort(), HttpMethod.PUT, "/v1/agent/leave");
+            assertEquals(200, leave.status(), leave.body());
+            await("the leaving server stopped", Duration.ofSeconds(15), () -> leaving.terminated().isComplete());
+            assertNull(leaving.failure(), "a leave is no failure (exit 0)");
+            JsonObject configuration = new JsonObject(AgentTest.request(leader.httpPort(), HttpMethod.GET,
+                    "/v1/operator/raft/configuration").body());
+            assertEquals(1, configuration.getJsonArray("Servers").size(), configuration.encode());
+        } finally {
+            for (Agent agent : agents) {
+                agent.stop();
+            }
+        }
+    }
+}
