@@ -40,4 +40,6 @@ module io.conclave.engine.raft {
             with io.conclave.engine.raft.builtin.InMemoryStorageProvider;
     provides io.conclave.api.policy.RemovalPolicyProvider
             with io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
+    provides io.conclave.api.statemachine.StateMachineProvider
+            with io.conclave.engine.raft.builtin.KvStateMachineProvider;
 }

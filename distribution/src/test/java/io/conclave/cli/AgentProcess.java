@@ -70,7 +70,7 @@ final class AgentProcess implements AutoCloseable {
             throws IOException {
         Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
         List<String> launcher = List.of("--add-modules", "ALL-MODULE-PATH",
-                "--add-exports", "io.conclave.engine.raft/io.conclave.engine.raft.agent=ALL-UNNAMED",
+                "--add-exports", "io.conclave.engine.raft/io.conclave.engine.raft.runtime=ALL-UNNAMED",
                 "--add-exports", "io.conclave.cli/io.conclave.cli=ALL-UNNAMED", "-cp", classes.toString(), "io.conclave.unsafe.UnsafeAgent",
                 unsafeBugs);
         return startFrom(namespace == null ? List.of() : List.of("ip", "netns", "exec", namespace), launcher, distribution(), work,

@@ -48,7 +48,7 @@ public final class AclStore {
                     .put("Datacenters", new JsonArray()).put("CreateIndex", createIndex).put("ModifyIndex", modifyIndex);
         }
 
-        JsonObject stored() {
+        public JsonObject stored() {
             return new JsonObject().put("ID", id).put("Name", name).put("Description", description).put("Rules", rules);
         }
     }
@@ -56,7 +56,7 @@ public final class AclStore {
     /** A token as stored: its secret only as a hash. */
     public record Token(String accessorId, String secretHash, String description, List<String> policyIds, String createTime,
                         long createIndex, long modifyIndex) {
-        JsonObject stored() {
+        public JsonObject stored() {
             return new JsonObject().put("AccessorID", accessorId).put("SecretHash", secretHash).put("Description", description)
                     .put("Policies", new JsonArray(new ArrayList<>(policyIds))).put("CreateTime", createTime);
         }

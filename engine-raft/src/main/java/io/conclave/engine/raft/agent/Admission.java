@@ -41,15 +41,17 @@ final class Admission {
     private final java.util.function.Consumer<String> adopt;
     private final BooleanSupplier hasRaftState;
     private final Runnable admitted;
+    private final String stateMachine;
     private volatile RaftNode node;
 
     /**
      * @param clusterId    this server's cluster ID, or {@code null}
      * @param adopt        takes the cluster ID a leader handed over (the transport then accepts that cluster's traffic)
      * @param admitted     called once this server took a cluster ID from a leader (it stops bootstrapping)
+     * @param stateMachine this server's state machine provider: a leader adds only servers that run the same one
      */
     Admission(GrpcClient client, Membership membership, String selfId, String datacenter, java.util.function.Supplier<String> clusterId,
-              java.util.function.Consumer<String> adopt, BooleanSupplier hasRaftState, Runnable admitted) {
+              java.util.function.Consumer<String> adopt, BooleanSupplier hasRaftState, Runnable admitted, String stateMachine) {
         this.client = client;
         this.membership = membership;
         this.selfId = selfId;
@@ -58,6 +60,7 @@ final class Admission {
         this.adopt = adopt;
         this.hasRaftState = hasRaftState;
         this.admitted = admitted;
+        this.stateMachine = stateMachine;
     }
 
     void node(RaftNode raftNode) {
@@ -89,6 +92,11 @@ final class Admission {
                 return Future.failedFuture(new IllegalStateException(id + " is in datacenter " + answer.getDatacenter() + ", not "
                         + datacenter + ": not added"));
             }
+            if (!answer.getStateMachine().equals(stateMachine)) {
+                return Future.failedFuture(new IllegalStateException(id + " at " + address + " runs the state machine '"
+                        + answer.getStateMachine() + "', this cluster '" + stateMachine + "': every server applies the log with the same"
+                        + " one (plugins.state_machine); not added"));
+            }
             if (answer.getRaftStopped()) {
                 return Future.failedFuture(new IllegalStateException(id + " at " + address + " stopped its Raft machinery when it"
                         + " was removed (shutdown-on-remove): it is added again once restarted"));
@@ -105,7 +113,7 @@ final class Admission {
                         + " cluster (it is bootstrapping): not added"));
             }
             AdmitRequest admit = AdmitRequest.newBuilder().setClusterId(cluster).setLeaderId(selfId).setServerId(id)
-                    .setDatacenter(datacenter).build();
+                    .setDatacenter(datacenter).setStateMachine(stateMachine).build();
             return peer.admit(admit).recover(error -> Future.failedFuture(new IllegalStateException(
                     "handing the cluster ID to " + id + " failed: " + error.getMessage()))).compose(response -> response.getOk()
                     ? Future.succeededFuture()
@@ -126,7 +134,7 @@ final class Admission {
             return Future.succeededFuture(AdmitResponse.newBuilder().setOk(true).build()); // a repeated Admit
         }
         RaftNode current = node;
-        return current.persistClusterId(Agent.CLUSTER_ID_KEY, request.getClusterId().getBytes(StandardCharsets.UTF_8))
+        return current.persistClusterId(AgentAssembly.CLUSTER_ID_KEY, request.getClusterId().getBytes(StandardCharsets.UTF_8))
                 .map(v -> {
                     adopt.accept(request.getClusterId());
                     admitted.run();
@@ -142,6 +150,10 @@ final class Admission {
         }
         if (!request.getDatacenter().equals(datacenter)) {
             return "this server is in datacenter " + datacenter + ", not " + request.getDatacenter();
+        }
+        if (!request.getStateMachine().equals(stateMachine)) {
+            return "this server runs the state machine '" + stateMachine + "', the cluster '" + request.getStateMachine()
+                    + "' (plugins.state_machine): every server applies the log with the same one";
         }
         String current = clusterId.get();
         if (current != null) {

@@ -67,6 +67,8 @@ final class Bootstrapper {
     private long timerId = -1;
     private final String nonce = newNonce();
     private volatile BooleanSupplier raftStopped = () -> false;
+    /** This server's state machine provider, shown in Hello: every server of a cluster runs the same one. */
+    private volatile String stateMachine = "";
 
     Bootstrapper(Vertx vertx, GrpcClient client, Membership membership, int expect, String selfId, String selfAddress,
                  String datacenter, BooleanSupplier hasRaftState, java.util.function.Supplier<String> clusterId,
@@ -117,6 +119,11 @@ final class Bootstrapper {
         this.raftStopped = stopped;
     }
 
+    /** Names this server's state machine provider, which its Hello shows and a bootstrap requires of every server. */
+    void stateMachine(String name) {
+        this.stateMachine = name;
+    }
+
     /** This process's bootstrap nonce. */
     String nonce() {
         return nonce;
@@ -147,6 +154,7 @@ final class Bootstrapper {
         String cluster = clusterId.get();
         return HelloResponse.newBuilder().setNodeId(selfId).setDatacenter(datacenter)
                 .setHasRaftState(hasRaftState.getAsBoolean()).addAllSees(seen()).setNonce(nonce).setRaftStopped(raftStopped.getAsBoolean())
+                .setStateMachine(stateMachine)
                 .setClusterProof(cluster == null ? com.google.protobuf.ByteString.EMPTY
                         : com.google.protobuf.ByteString.copyFrom(proof(request.getChallenge().toByteArray(), cluster))).build();
     }
@@ -244,6 +252,12 @@ final class Bootstrapper {
         String expectedClusterId = clusterIdOf(withNonces);
         for (Future<HelloResponse> call : calls) {
             HelloResponse answer = call.result();
+            if (!answer.getStateMachine().equals(stateMachine)) {
+                report("bootstrap: " + answer.getNodeId() + " runs the state machine '" + answer.getStateMachine() + "', this server '"
+                        + stateMachine + "': every server of a cluster applies the log with the same one (plugins.state_machine);"
+                        + " not bootstrapping, waiting");
+                return;
+            }
             if (answer.getHasRaftState()) {
                 if (answer.getClusterProof().isEmpty()) {
                     report("bootstrap: " + answer.getNodeId() + " is bootstrapping; waiting");

@@ -1,7 +1,8 @@
 package io.conclave.engine.raft.agent;
 
 import com.google.protobuf.ByteString;
-import io.conclave.engine.raft.http.LeaderForwarder;
+import io.conclave.engine.raft.service.AutopilotService;
+import io.conclave.engine.raft.service.LeaderForwarder;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
@@ -23,7 +24,7 @@ import io.conclave.engine.raft.transport.proto.TransferLeaderRequest;
 import io.conclave.engine.raft.transport.proto.TransferLeaderResponse;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
-import io.conclave.engine.raft.transport.Limits;
+import io.conclave.engine.raft.Limits;
 import io.vertx.grpc.client.GrpcClient;
 import io.vertx.grpc.client.GrpcClientOptions;
 import java.util.concurrent.TimeUnit;
@@ -32,7 +33,7 @@ import java.util.concurrent.TimeUnit;
  * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
  * ReadIndex), and the client side that forwards to the leader. Every forwarded call carries the cluster ID.
  */
-final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.OperatorForwarder {
+final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.service.OperatorForwarder {
 
     private final Bootstrapper bootstrapper;
     private final GrpcRaftTransport transport;
@@ -40,7 +41,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     private final GrpcClient client;
     private volatile RaftNode node;
     private volatile Admission admission;
-    private volatile java.util.function.Function<String, java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View>> autopilotViews =
+    private volatile java.util.function.Function<String, java.util.Optional<AutopilotService.View>> autopilotViews =
             view -> java.util.Optional.empty();
 
     /**
@@ -61,7 +62,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     }
 
     /** What this server answers a follower asking for autopilot's health or state: its own view, when it leads. */
-    void autopilotViews(java.util.function.Function<String, java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View>> views) {
+    void autopilotViews(java.util.function.Function<String, java.util.Optional<AutopilotService.View>> views) {
         this.autopilotViews = views;
     }
 
@@ -162,7 +163,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
                             .setMessage("no autopilot view named '" + request.getView() + "': health or state").build());
                     return;
                 }
-                java.util.Optional<io.conclave.engine.raft.http.AutopilotHttpApi.View> view = autopilotViews.apply(request.getView());
+                java.util.Optional<AutopilotService.View> view = autopilotViews.apply(request.getView());
                 answer(response, view.map(found -> AutopilotViewResponse.newBuilder().setOk(true).setStatus(found.status())
                                 .setJson(found.json()).build())
                         .orElseGet(() -> AutopilotViewResponse.newBuilder().setOk(false)
@@ -251,12 +252,12 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.http.
     }
 
     @Override
-    public Future<io.conclave.engine.raft.http.AutopilotHttpApi.View> autopilotView(String leaderId, String view) {
+    public Future<AutopilotService.View> autopilotView(String leaderId, String view) {
         AutopilotViewRequest request = AutopilotViewRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId()))
                 .setView(view).build();
         try {
             return leader(leaderId).autopilotView(request).compose(answer -> answer.getOk()
-                    ? Future.succeededFuture(new io.conclave.engine.raft.http.AutopilotHttpApi.View(answer.getStatus(), answer.getJson()))
+                    ? Future.succeededFuture(new AutopilotService.View(answer.getStatus(), answer.getJson()))
                     : Future.failedFuture(new IllegalStateException(answer.getMessage())));
         } catch (RefusedException unknownAddress) {
             return Future.failedFuture(new IllegalStateException("the leader's address is not known here"));

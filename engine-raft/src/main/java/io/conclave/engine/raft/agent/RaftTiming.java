@@ -2,7 +2,7 @@ package io.conclave.engine.raft.agent;
 
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.core.RaftConfig;
-import io.conclave.engine.raft.transport.Limits;
+import io.conclave.engine.raft.Limits;
 import java.util.Set;
 
 /**
@@ -22,7 +22,7 @@ public record RaftTiming(long tickMillis, RaftConfig core) {
     public static final int TICKS_PER_HEARTBEAT = 2;
 
     /** The core's settings for {@code raft} (pre-vote and check-quorum always on, which fast failover needs). */
-    public static RaftTiming of(ConclaveConfig.Raft raft, Set<RaftConfig.UnsafeBug> unsafeBugs) {
+    public static RaftTiming of(ConclaveConfig.Raft raft) {
         long heartbeat = raft.heartbeatInterval().toMillis();
         int heartbeatTicks = heartbeat % TICKS_PER_HEARTBEAT == 0 ? TICKS_PER_HEARTBEAT : 1;
         long tick = heartbeat / heartbeatTicks; // divides both election timeouts: the loader checks the heartbeat does
@@ -31,7 +31,7 @@ public record RaftTiming(long tickMillis, RaftConfig core) {
                 RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE, Limits.MAX_BATCH_BYTES, RaftConfig.DEFAULT_MAX_INFLIGHT_MESSAGES,
                 RaftConfig.DEFAULT_MAX_UNCOMMITTED_ENTRIES, raft.maxUncommittedBytes(), RaftConfig.DEFAULT_MAX_HELD_PROPOSALS,
                 RaftConfig.DEFAULT_MAX_PENDING_READS, RaftConfig.DEFAULT_DEPARTED_ACK_TICKS * heartbeatTicks,
-                raft.fastFailover(), unsafeBugs);
+                raft.fastFailover(), Set.of());
         return new RaftTiming(tick, core);
     }
 }

@@ -21,6 +21,8 @@ import java.util.Optional;
 final class StateBinding {
 
     static final String FILE_NAME = "storage-provider";
+    /** Records the state machine provider that applied this server's log: every server of a cluster runs the same one. */
+    static final String STATE_MACHINE_FILE = "state-machine";
 
     /** The start is refused: the message says what is inconsistent and what to do. */
     static final class Refused extends StorageException {
@@ -68,6 +70,29 @@ final class StateBinding {
                     + " (no " + dataDir.resolve(FILE_NAME) + "): its term, vote and log are gone, and starting would reuse the ID with"
                     + " a fresh term. Restore the data folder from a backup, or remove " + NodeIdFile.FILE_NAME
                     + " so that the server joins as a new one");
+        }
+    }
+
+    /**
+     * Checks that {@code stateMachine} is the state machine this folder's log was applied with (nothing recorded: a new
+     * server, or one from before the binding), and records it if nothing is; refuses otherwise, naming both.
+     */
+    static void bindStateMachine(Path dataDir, String stateMachine) {
+        Path file = dataDir.resolve(STATE_MACHINE_FILE);
+        Optional<String> recorded;
+        try {
+            recorded = Files.exists(file) ? Optional.of(Files.readString(file, StandardCharsets.UTF_8).trim()) : Optional.empty();
+        } catch (IOException e) {
+            throw new StorageException("cannot read " + file + ": " + e.getMessage(), e);
+        }
+        if (recorded.isPresent() && !recorded.get().equals(stateMachine)) {
+            throw new Refused("data_dir " + dataDir + " holds a log applied with the state machine '" + recorded.get() + "' (recorded"
+                    + " in " + file + "), but the state machine '" + stateMachine + "' was chosen: every server of a cluster applies"
+                    + " the log with the same one. Put the '" + recorded.get() + "' plugin in the plugins folder or set"
+                    + " plugins.state_machine to it");
+        }
+        if (recorded.isEmpty()) {
+            writeDurably(dataDir, STATE_MACHINE_FILE, stateMachine + "\n");
         }
     }
 

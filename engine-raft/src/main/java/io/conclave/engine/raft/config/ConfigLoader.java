@@ -480,7 +480,7 @@ public final class ConfigLoader {
         Duration headerTimeout = json.duration("http_header_timeout", DEFAULT_HTTP_HEADER_TIMEOUT, Duration.ofMillis(100),
                 Duration.ofHours(1));
         long bodyBytes = json.integer("http_max_body_bytes_in_flight", DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
-                io.conclave.engine.raft.transport.Limits.MAX_VALUE_BYTES, 1L << 40);
+                io.conclave.engine.raft.Limits.MAX_VALUE_BYTES, 1L << 40);
         long snapshotBytes = json.integer("http_max_snapshot_bytes", 0, 0, 1L << 40);
         if (snapshotBytes > 0 && snapshotBytes < 1024) {
             throw new ConfigException("limits.http_max_snapshot_bytes", "value " + snapshotBytes + " is below 1024 (allowed: 0 for a quarter of the heap, or 1024 to 1099511627776)");

@@ -306,8 +306,8 @@ public final class HttpApi {
 
     private HttpServer httpsServer;
     /** Refused HTTPS handshakes are logged at most every second. */
-    private final io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog handshakeLog =
-            new io.conclave.engine.raft.transport.GrpcRaftTransport.RateLimitedLog(1_000);
+    private final io.conclave.engine.raft.RateLimitedLog handshakeLog =
+            new io.conclave.engine.raft.RateLimitedLog(1_000);
 
     public Future<Void> close() {
         if (httpsServer != null) {

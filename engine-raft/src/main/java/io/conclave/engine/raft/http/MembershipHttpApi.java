@@ -3,6 +3,7 @@ package io.conclave.engine.raft.http;
 import io.conclave.api.membership.Keyring;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.Membership;
+import io.conclave.engine.raft.service.RaftService;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -261,7 +262,7 @@ public final class MembershipHttpApi {
 
     /** The provider's {@code call}, failed once {@code timeout} passed: its outcome is then unknown. */
     private <T> Future<T> bounded(Future<T> call, String what) {
-        return KvHttpApi.within(vertx, call, timeout, () -> new TimeoutException(
+        return RaftService.within(vertx, call, timeout, () -> new TimeoutException(
                 what + " did not complete within " + timeout.toMillis() + " ms; it may still take effect"));
     }
 }

@@ -1,7 +1,8 @@
 package io.conclave.engine.raft.http;
 
 import io.conclave.engine.raft.runtime.BlockedThreadWatch;
-import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.runtime.NodeMetrics;
+import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
@@ -21,17 +22,24 @@ import java.util.function.Supplier;
  */
 public final class MetricsHttpApi {
 
-    private final RaftNode node;
+    private final Supplier<Future<Map<String, Long>>> coreCounters;
+    private final NodeMetrics nodeMetrics;
     private final BlockedThreadWatch blockedThreads;
     private final Supplier<Map<String, Long>> membershipCounters;
     private final PrometheusMetrics prometheus; // made at start: its histograms see every duration from then on
 
-    /** @param membershipCounters the membership provider's counters ({@code Membership::counters}); read per request */
-    public MetricsHttpApi(RaftNode node, BlockedThreadWatch blockedThreads, Supplier<Map<String, Long>> membershipCounters) {
-        this.node = node;
+    /**
+     * @param coreCounters       the Raft core's counters, taken on the node's context ({@code RaftNode::coreCounters})
+     * @param nodeMetrics        the node runtime's latency samples
+     * @param membershipCounters the membership provider's counters ({@code Membership::counters}); read per request
+     */
+    public MetricsHttpApi(Supplier<Future<Map<String, Long>>> coreCounters, NodeMetrics nodeMetrics, BlockedThreadWatch blockedThreads,
+                          Supplier<Map<String, Long>> membershipCounters) {
+        this.coreCounters = coreCounters;
         this.blockedThreads = blockedThreads;
         this.membershipCounters = membershipCounters;
-        this.prometheus = new PrometheusMetrics(node.metrics());
+        this.prometheus = new PrometheusMetrics(nodeMetrics);
+        this.nodeMetrics = nodeMetrics;
     }
 
     public void register(HttpApi http) {
@@ -44,7 +52,7 @@ public final class MetricsHttpApi {
             HttpApi.error(request, 400, "unknown format '" + format + "': allowed is prometheus");
             return;
         }
-        node.coreCounters().map(core -> {
+        coreCounters.get().map(core -> {
             Map<String, Long> engine = new LinkedHashMap<>(core);
             engine.put("vertx.blocked_thread.reports", blockedThreads.reports());
             return withProviderCounters(engine, membershipCounters.get());
@@ -76,10 +84,10 @@ public final class MetricsHttpApi {
         JsonArray gauges = new JsonArray();
         JsonArray counterList = new JsonArray();
         addConsulCounters(counters, gauges, counterList);
-        gauges.add(new JsonObject().put("Name", "raft.snapshot.count").put("Value", node.metrics().snapshots()).put("Labels", new JsonObject()));
+        gauges.add(new JsonObject().put("Name", "raft.snapshot.count").put("Value", nodeMetrics.snapshots()).put("Labels", new JsonObject()));
         gauges.add(new JsonObject().put("Name", "runtime.heap_used_bytes").put("Value", heapUsed()).put("Labels", new JsonObject()));
         JsonArray samples = new JsonArray();
-        node.metrics().samples().forEach((name, sample) -> samples.add(new JsonObject().put("Name", name)
+        nodeMetrics.samples().forEach((name, sample) -> samples.add(new JsonObject().put("Name", name)
                 .put("Count", sample.count()).put("Sum", sample.sum()).put("Min", sample.min()).put("Max", sample.max())
                 .put("Mean", sample.mean()).put("Labels", new JsonObject())));
         return new JsonObject().put("Timestamp", Instant.now().toString()).put("Gauges", gauges)

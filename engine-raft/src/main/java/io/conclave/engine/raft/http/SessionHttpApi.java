@@ -2,17 +2,20 @@ package io.conclave.engine.raft.http;
 
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
+import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
-import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.Session;
-import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.service.KvService;
+import io.conclave.engine.raft.service.ReadConsistency;
+import io.conclave.engine.raft.service.SessionKeeper;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,18 +39,18 @@ public final class SessionHttpApi {
     /** Consul reads a number below this as seconds, above as nanoseconds. */
     private static final long LOCK_DELAY_SECONDS_BELOW = 1000;
 
-    private final io.vertx.core.Vertx vertx;
-    private final RaftNode node;
-    private final KvHttpApi kv;
+    private final Vertx vertx;
+    private final String datacenter;
+    private final KvService kv;
     private final String nodeName;
     private final Duration ttlMin;
     private final Supplier<List<Member>> members;
     private HttpApi http;
 
-    public SessionHttpApi(io.vertx.core.Vertx vertx, RaftNode node, KvHttpApi kv, String nodeName, Duration ttlMin,
+    public SessionHttpApi(Vertx vertx, String datacenter, KvService kv, String nodeName, Duration ttlMin,
                           Supplier<List<Member>> members) {
         this.vertx = vertx;
-        this.node = node;
+        this.datacenter = datacenter;
         this.kv = kv;
         this.nodeName = nodeName;
         this.ttlMin = ttlMin;
@@ -67,7 +70,7 @@ public final class SessionHttpApi {
     // ---------------------------------------------------------------- create
 
     private void create(HttpServerRequest request) {
-        if (kv.refusedParameters(request, List.of())) {
+        if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
         http.readBody(request, 64 * 1024, "a session", body -> {
@@ -81,15 +84,15 @@ public final class SessionHttpApi {
                 HttpApi.error(request, 500, e.getMessage());
                 return;
             }
-            kv.submit(new KvCommand(KvCommand.Op.SESSION_CREATE, session.id(), session.encode(), 0, KvCommand.NO_CAS))
-                    .onSuccess(result -> {
-                        if ("true".equals(new String(result, StandardCharsets.UTF_8))) {
+            kv.apply(new KvCommand(KvCommand.Op.SESSION_CREATE, session.id(), session.encode(), 0, KvCommand.NO_CAS))
+                    .onSuccess(created -> {
+                        if (created) {
                             HttpApi.json(request, 200, new JsonObject().put("ID", session.id()));
                         } else {
                             HttpApi.error(request, 500, "session " + session.id() + " was not created");
                         }
                     })
-                    .onFailure(error -> KvHttpApi.fail(request, error));
+                    .onFailure(error -> Requests.fail(request, error));
         });
     }
 
@@ -237,13 +240,13 @@ public final class SessionHttpApi {
     private static String id(HttpServerRequest request, String after) {
         String id = request.path().substring((PREFIX + after).length());
         if (id.isEmpty()) {
-            throw new KvHttpApi.BadRequest("Missing session");
+            throw new Requests.BadRequest("Missing session");
         }
         return HttpApi.percentDecode(id);
     }
 
     private void destroy(HttpServerRequest request) {
-        if (kv.refusedParameters(request, List.of())) {
+        if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
         String id;
@@ -253,13 +256,13 @@ public final class SessionHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, KvCommand.NO_CAS))
+        kv.apply(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, KvCommand.NO_CAS))
                 .onSuccess(result -> HttpApi.json(request, 200, "true"))
-                .onFailure(error -> KvHttpApi.fail(request, error));
+                .onFailure(error -> Requests.fail(request, error));
     }
 
     private void renew(HttpServerRequest request) {
-        if (kv.refusedParameters(request, List.of())) {
+        if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
         String id;
@@ -269,9 +272,8 @@ public final class SessionHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        kv.submit(new KvCommand(KvCommand.Op.SESSION_RENEW, id, new byte[0], 0, KvCommand.NO_CAS))
-                .compose(result -> "true".equals(new String(result, StandardCharsets.UTF_8))
-                        ? node.read(machine -> ((KvStateMachine) machine).session(id)) : io.vertx.core.Future.succeededFuture(null))
+        kv.apply(new KvCommand(KvCommand.Op.SESSION_RENEW, id, new byte[0], 0, KvCommand.NO_CAS))
+                .compose(renewed -> renewed ? kv.readStore(machine -> machine.session(id)) : Future.succeededFuture(null))
                 .onSuccess(session -> {
                     if (session == null) {
                         HttpApi.error(request, 404, "Session id '" + id + "' not found");
@@ -279,13 +281,13 @@ public final class SessionHttpApi {
                         HttpApi.json(request, 200, new JsonArray().add(json(session)));
                     }
                 })
-                .onFailure(error -> KvHttpApi.fail(request, error));
+                .onFailure(error -> Requests.fail(request, error));
     }
 
     // ---------------------------------------------------------------- reads
 
     private void list(HttpServerRequest request, String kind) {
-        if (kv.refusedParameters(request, List.of())) {
+        if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
         String argument;
@@ -295,17 +297,13 @@ public final class SessionHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        Boolean stale = kv.staleAllowedOrRefused(request);
-        if (stale == null) {
+        ReadConsistency consistency = Requests.consistencyOrRefused(request);
+        if (consistency == null) {
             return;
         }
-        io.conclave.engine.raft.acl.Authorizer acl = http.authorizer(request).orElse(null);
+        Authorizer acl = http.authorizer(request).orElse(null);
         boolean[] filtered = {false};
-        kv.readyToRead(stale)
-                .compose(ignored -> node.read(machine -> {
-                    KvStateMachine machineState = (KvStateMachine) machine;
-                    return Map.entry(machineState.index(), machineState.sessions());
-                }))
+        kv.read(consistency, machine -> Map.entry(machine.index(), machine.sessions()))
                 .compose(read -> vertx.executeBlocking(() -> { // proportional to the sessions: on a worker
                     JsonArray answer = new JsonArray();
                     for (Session session : read.getValue().values()) {
@@ -325,10 +323,10 @@ public final class SessionHttpApi {
                         request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
                     }
                     request.response().putHeader("X-Consul-Index", Long.toString(Math.max(1, read.getKey())));
-                    KvHttpApi.queryMeta(node.status(), System.nanoTime()).forEach(request.response()::putHeader);
+                    kv.raft().queryMeta().forEach(request.response()::putHeader);
                     request.response().setStatusCode(200).putHeader("Content-Type", "application/json").end(read.getValue());
                 })
-                .onFailure(error -> KvHttpApi.fail(request, error));
+                .onFailure(error -> Requests.fail(request, error));
     }
 
     /** A session as Consul's API shows it. */

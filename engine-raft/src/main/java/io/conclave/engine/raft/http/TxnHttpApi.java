@@ -1,15 +1,18 @@
 package io.conclave.engine.raft.http;
 
+import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvResult;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.KvTxn;
-import io.conclave.engine.raft.runtime.RaftNode;
-import io.conclave.engine.raft.transport.Limits;
+import io.conclave.engine.raft.service.KvService;
+import io.conclave.engine.raft.service.ReadConsistency;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Consul's {@code PUT /v1/txn} for the key/value store: at most {@link KvTxn#MAX_OPS} operations, all applied or
@@ -24,13 +27,13 @@ public final class TxnHttpApi {
     static final int MAX_BODY_BYTES = 512 * 1024;
 
     private final Vertx vertx;
-    private final RaftNode node;
-    private final KvHttpApi kv;
+    private final String datacenter;
+    private final KvService kv;
     private HttpApi http;
 
-    public TxnHttpApi(Vertx vertx, RaftNode node, KvHttpApi kv) {
+    public TxnHttpApi(Vertx vertx, String datacenter, KvService kv) {
         this.vertx = vertx;
-        this.node = node;
+        this.datacenter = datacenter;
         this.kv = kv;
     }
 
@@ -40,11 +43,11 @@ public final class TxnHttpApi {
     }
 
     private void txn(HttpServerRequest request) {
-        if (kv.refusedParameters(request, List.of())) {
+        if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
-        Boolean stale = kv.staleAllowedOrRefused(request);
-        if (stale == null) {
+        ReadConsistency consistency = Requests.consistencyOrRefused(request);
+        if (consistency == null) {
             return;
         }
         http.readBody(request, MAX_BODY_BYTES, "a transaction", body -> vertx.executeBlocking(
@@ -58,24 +61,23 @@ public final class TxnHttpApi {
                         return;
                     }
                     List<KvTxn.Op> ops = parsed.result();
-                    java.util.Optional<io.conclave.engine.raft.acl.Authorizer> acl = http.authorizer(request);
+                    Optional<Authorizer> acl = http.authorizer(request);
                     if (acl.isPresent() && !ops.stream().allMatch(op -> permitted(acl.get(), op))) {
                         HttpApi.error(request, 403, "Permission denied");
                         return;
                     }
                     if (KvTxn.readOnly(ops)) {
-                        kv.readyToRead(stale)
-                                .compose(ignored -> node.read(machine -> ((KvStateMachine) machine).view()))
-                                .compose(view -> vertx.executeBlocking(() -> KvStateMachine.readTransaction(view, ops), false))
+                        kv.view(consistency)
+                                .compose(view -> vertx.executeBlocking(() -> (KvResult) KvStateMachine.readTransaction(view, ops), false))
                                 .onSuccess(answer -> {
-                                    KvHttpApi.queryMeta(node.status(), System.nanoTime()).forEach(request.response()::putHeader);
+                                    kv.raft().queryMeta().forEach(request.response()::putHeader);
                                     answer(request, answer);
                                 })
-                                .onFailure(error -> KvHttpApi.fail(request, error));
+                                .onFailure(error -> Requests.fail(request, error));
                     } else {
                         kv.submit(new KvCommand(KvCommand.Op.TXN, "", KvTxn.encode(ops), 0, KvCommand.NO_CAS))
                                 .onSuccess(answer -> answer(request, answer))
-                                .onFailure(error -> KvHttpApi.fail(request, error));
+                                .onFailure(error -> Requests.fail(request, error));
                     }
                 }));
     }
@@ -90,7 +92,7 @@ public final class TxnHttpApi {
     }
 
     /** Whether the token may make {@code op}: every operation of a transaction must be allowed, or none is made. */
-    static boolean permitted(io.conclave.engine.raft.acl.Authorizer acl, KvTxn.Op op) {
+    static boolean permitted(Authorizer acl, KvTxn.Op op) {
         return switch (op.verb()) {
             case GET, CHECK_INDEX, CHECK_SESSION, CHECK_NOT_EXISTS -> acl.keyRead(op.key());
             case GET_TREE -> !acl.keyReadFiltersUnder(op.key());
@@ -99,13 +101,14 @@ public final class TxnHttpApi {
         };
     }
 
-    private static void answer(HttpServerRequest request, byte[] answer) {
-        String text = new String(answer, StandardCharsets.UTF_8);
-        if (text.startsWith(KvStateMachine.ERROR_PREFIX)) {
-            HttpApi.error(request, 500, text.substring(KvStateMachine.ERROR_PREFIX.length()));
-            return;
+    /** A transaction's answer: 200 with its results, 409 with its errors (rolled back), 500 when the store refused it. */
+    private static void answer(HttpServerRequest request, KvResult answer) {
+        if (answer instanceof KvResult.Transaction txn) {
+            request.response().setStatusCode(txn.applied() ? 200 : 409).putHeader("Content-Type", "application/json").end(txn.json());
+        } else if (answer instanceof KvResult.Failed failed) {
+            HttpApi.error(request, 500, failed.message());
+        } else {
+            HttpApi.error(request, 500, "the store answered a transaction with " + answer);
         }
-        boolean rolledBack = !text.contains("\"Errors\":null");
-        request.response().setStatusCode(rolledBack ? 409 : 200).putHeader("Content-Type", "application/json").end(text);
     }
 }

@@ -28,8 +28,8 @@ import org.pcollections.TreePMap;
  */
 public final class KvStateMachine implements StateMachine {
 
-    private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
-    private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
+    private static final KvResult TRUE = KvResult.TRUE;
+    private static final KvResult FALSE = KvResult.FALSE;
     /**
      * Version 2 added the system entries, version 3 a restore's staged state, version 4 the tombstones and the
      * store's last change, version 5 the sessions and the locks; all earlier versions are still read. A
@@ -105,8 +105,6 @@ public final class KvStateMachine implements StateMachine {
         this.sessionListener = listener;
     }
 
-    /** A state machine's answer that is an error (Consul answers it 500 with the message), neither true nor false. */
-    public static final String ERROR_PREFIX = "error:";
 
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
     /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
@@ -119,6 +117,7 @@ public final class KvStateMachine implements StateMachine {
     }
     private long index;
 
+    /** Applies a command; the answer is a {@link KvResult}'s bytes. */
     @Override
     public byte[] apply(long raftIndex, byte[] command) {
         index = Math.max(index, raftIndex);
@@ -126,8 +125,12 @@ public final class KvStateMachine implements StateMachine {
         try {
             kv = KvCommand.decode(command);
         } catch (IllegalArgumentException e) {
-            return FALSE;
+            return FALSE.encode();
         }
+        return result(raftIndex, kv).encode();
+    }
+
+    private KvResult result(long raftIndex, KvCommand kv) {
         return switch (kv.op()) {
             case PUT -> put(raftIndex, kv) ? TRUE : FALSE;
             case DELETE -> delete(raftIndex, kv) ? TRUE : FALSE;
@@ -323,15 +326,15 @@ public final class KvStateMachine implements StateMachine {
         return true;
     }
 
-    private static byte[] error(String message) {
-        return (ERROR_PREFIX + message).getBytes(StandardCharsets.UTF_8);
+    private static KvResult error(String message) {
+        return new KvResult.Failed(message);
     }
 
     /**
      * {@code ?acquire}, Consul's rules: the session must exist; a key held by another session is not taken (false);
      * a new holder increments {@code LockIndex}, the holder acquiring again keeps it and updates the value.
      */
-    private byte[] lock(long raftIndex, KvCommand kv) {
+    private KvResult lock(long raftIndex, KvCommand kv) {
         if (kv.session() == null || kv.session().isEmpty()) {
             return error("missing session");
         }
@@ -361,7 +364,7 @@ public final class KvStateMachine implements StateMachine {
     }
 
     /** {@code ?release}: only by the holder; clears the holder, keeps {@code LockIndex}, writes the value. */
-    private byte[] unlock(long raftIndex, KvCommand kv) {
+    private KvResult unlock(long raftIndex, KvCommand kv) {
         if (kv.session() == null || kv.session().isEmpty()) {
             return error("missing session");
         }
@@ -496,7 +499,7 @@ public final class KvStateMachine implements StateMachine {
      * The answer is Consul's JSON: {@code {"Results": [...], "Errors": null}} or {@code {"Results": null,
      * "Errors": [{"OpIndex": i, "What": "..."}]}}.
      */
-    private byte[] transaction(long raftIndex, List<KvTxn.Op> ops) {
+    private KvResult transaction(long raftIndex, List<KvTxn.Op> ops) {
         TreePMap<String, KvEntry> entriesBefore = entries;
         TreePMap<String, Long> tombstonesBefore = tombstones;
         TreePMap<String, org.pcollections.TreePSet<String>> heldBefore = held;
@@ -528,7 +531,8 @@ public final class KvStateMachine implements StateMachine {
         return txnAnswer(results, null);
     }
 
-    static byte[] txnAnswer(io.vertx.core.json.JsonArray results, io.vertx.core.json.JsonArray errors) {
+    /** Consul's answer to a transaction: its results when it was applied, else its errors (it was rolled back). */
+    static KvResult.Transaction txnAnswer(io.vertx.core.json.JsonArray results, io.vertx.core.json.JsonArray errors) {
         io.vertx.core.json.JsonObject answer = new io.vertx.core.json.JsonObject();
         if (results == null) {
             answer.putNull("Results");
@@ -542,7 +546,7 @@ public final class KvStateMachine implements StateMachine {
         } else {
             answer.put("Errors", errors);
         }
-        return answer.encode().getBytes(StandardCharsets.UTF_8);
+        return new KvResult.Transaction(answer.encode(), errors == null);
     }
 
     /** One operation of a transaction: null, or why it failed (Consul's words). */
@@ -563,14 +567,13 @@ public final class KvStateMachine implements StateMachine {
                 return null;
             }
             case LOCK, UNLOCK -> {
-                byte[] outcome = op.verb() == KvTxn.Verb.LOCK
+                KvResult outcome = op.verb() == KvTxn.Verb.LOCK
                         ? lock(raftIndex, new KvCommand(KvCommand.Op.LOCK, key, op.value(), op.flags(), KvCommand.NO_CAS, op.session()))
                         : unlock(raftIndex, new KvCommand(KvCommand.Op.UNLOCK, key, op.value(), op.flags(), KvCommand.NO_CAS, op.session()));
-                String text = new String(outcome, StandardCharsets.UTF_8);
-                if (text.startsWith(ERROR_PREFIX)) {
-                    return text.substring(ERROR_PREFIX.length());
+                if (outcome instanceof KvResult.Failed failed) {
+                    return failed.message();
                 }
-                if (!text.equals("true")) {
+                if (!outcome.equals(TRUE)) {
                     return op.verb() == KvTxn.Verb.LOCK ? "failed to lock key " + quoted + ", lock is already held"
                             : "failed to unlock key " + quoted + ", lock isn't held, or is held by another session";
                 }
@@ -647,7 +650,7 @@ public final class KvStateMachine implements StateMachine {
     }
 
     /** A read-only transaction against a view of the store: Consul's answer, as {@link #transaction} gives it. */
-    public static byte[] readTransaction(KvView view, List<KvTxn.Op> ops) {
+    public static KvResult.Transaction readTransaction(KvView view, List<KvTxn.Op> ops) {
         io.vertx.core.json.JsonArray results = new io.vertx.core.json.JsonArray();
         io.vertx.core.json.JsonArray errors = new io.vertx.core.json.JsonArray();
         for (int i = 0; i < ops.size(); i++) {
@@ -798,7 +801,7 @@ public final class KvStateMachine implements StateMachine {
             data.readLong(); // create index
             data.readLong(); // modify index
             int length = data.readInt();
-            if (length < 0 || length > io.conclave.engine.raft.transport.Limits.MAX_ENTRY_BYTES) {
+            if (length < 0 || length > io.conclave.engine.raft.Limits.MAX_ENTRY_BYTES) {
                 throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
             }
             data.skipNBytes(length);
@@ -959,7 +962,7 @@ public final class KvStateMachine implements StateMachine {
             long createIndex = data.readLong();
             long modifyIndex = data.readLong();
             int length = data.readInt();
-            if (length < 0 || length > io.conclave.engine.raft.transport.Limits.MAX_ENTRY_BYTES) {
+            if (length < 0 || length > io.conclave.engine.raft.Limits.MAX_ENTRY_BYTES) {
                 throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
             }
             byte[] value = new byte[length];

@@ -195,8 +195,9 @@ public final class RaftNode {
     public static Future<RaftNode> start(Vertx vertx, String id, RaftConfig config, ServerRemovalPolicy policy, Storage storage,
                                          StateMachine stateMachine, Transport transport, Options options,
                                          ClusterConfiguration bootstrap) {
-        RaftCore core = new RaftCore(id, config, new Random(), policy);
-        RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options, config);
+        RaftConfig withBugs = UnsafeBugs.addTo(config); // none in the product
+        RaftCore core = new RaftCore(id, withBugs, new Random(), policy);
+        RaftNode node = new RaftNode(id, vertx, core, storage, stateMachine, transport, options, withBugs);
         return RaftNode.<Void>onWorker(node.storageWorker, () -> {
             node.restoreFromStorage(bootstrap);
             return null;

@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.transport;
 
+import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.RateLimitedLog;
 import com.google.protobuf.ByteString;
 import io.conclave.engine.raft.core.Message;
 import io.conclave.engine.raft.runtime.RaftNode;
@@ -250,22 +252,6 @@ public final class GrpcRaftTransport {
 
     /** Refusals are logged at most every 10 s: a peer retries its stream much more often. */
     private final RateLimitedLog refusalLog = new RateLimitedLog(10_000);
-
-    /** Says when a repeated line is due again (any thread); the HTTP API's handshake refusals use it too. */
-    public static final class RateLimitedLog {
-        private final long periodNanos;
-        private final java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
-
-        public RateLimitedLog(long periodMillis) {
-            this.periodNanos = periodMillis * 1_000_000;
-        }
-
-        public boolean due() {
-            long now = System.nanoTime();
-            long at = next.get();
-            return (at == Long.MIN_VALUE || now - at >= 0) && next.compareAndSet(at, now + periodNanos);
-        }
-    }
 
     // ---------------------------------------------------------------- server side
 

@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.transport;
 
+import io.conclave.engine.raft.Limits;
 import com.google.protobuf.ByteString;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;

@@ -32,7 +32,7 @@ class AdmissionTest {
     private final AtomicReference<String> clusterId = new AtomicReference<>();
     private final AtomicBoolean state = new AtomicBoolean();
     private final Admission admission = new Admission(null, new FakeMembership(), "me", "dc1", clusterId::get, clusterId::set,
-            state::get, () -> { });
+            state::get, () -> { }, "kv");
 
     private void leader(String id, MemberStatus status, String datacenter, String role) {
         members.add(new Member("name-" + id, "127.0.0.1", 1, Map.of(MemberTags.ROLE, role, MemberTags.NODE_ID, id,
@@ -40,7 +40,7 @@ class AdmissionTest {
     }
 
     private static AdmitRequest request(String to, String datacenter) {
-        return AdmitRequest.newBuilder().setClusterId("c-1").setLeaderId("L").setServerId(to).setDatacenter(datacenter).build();
+        return AdmitRequest.newBuilder().setClusterId("c-1").setLeaderId("L").setServerId(to).setDatacenter(datacenter).setStateMachine("kv").build();
     }
 
     private String refusal(AdmitRequest request) {

@@ -63,11 +63,13 @@ class AgentTest {
 
             Response plugins = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/plugins");
             JsonArray list = new JsonArray(plugins.body());
-            assertEquals(8, list.size(), plugins.body()); // the built-ins, MapDB, autopilot's two policies, autopilot, its promoter
+            // the built-ins (static membership, in-memory storage, shutdown-on-remove, the key/value state machine), MapDB,
+            // autopilot's two policies, autopilot, its promoter
+            assertEquals(9, list.size(), plugins.body());
             assertEquals("autopilot", body.getJsonObject("Plugins").getString("autopilot"));
             assertEquals("stable", body.getJsonObject("Plugins").getString("promoter"));
-            assertTrue(body.getJsonObject("Plugins").getValue("state_machine") == null,
-                    "the engine calls no state machine provider, so none is shown active");
+            assertEquals("kv", body.getJsonObject("Plugins").getString("state_machine"),
+                    "the engine finds its state machine through the SPI: the built-in key/value store");
             for (Object entry : list) {
                 JsonObject provider = (JsonObject) entry;
                 if (provider.getString("SPI").equals("autopilot") || provider.getString("SPI").equals("promoter")) {
@@ -146,18 +148,4 @@ class AgentTest {
         }
     }
 
-    @Test
-    void last_contact_is_printed_as_consul_prints_it() {
-        long now = 50_000_000_000L;
-        assertEquals("0", Agent.lastContact(status(io.conclave.engine.raft.core.Role.LEADER, now), now));
-        assertEquals("never", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER,
-                io.conclave.engine.raft.runtime.RaftNode.NEVER), now));
-        assertEquals("41.204ms", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER, now - 41_204_000L), now));
-        assertEquals("0ms", Agent.lastContact(status(io.conclave.engine.raft.core.Role.FOLLOWER, now), now));
-        assertEquals("1.5s", Agent.lastContact(status(io.conclave.engine.raft.core.Role.CANDIDATE, now - 1_500_000_000L), now));
-    }
-
-    private static io.conclave.engine.raft.runtime.RaftNode.Status status(io.conclave.engine.raft.core.Role role, long lastContact) {
-        return new io.conclave.engine.raft.runtime.RaftNode.Status(role, 3, null, 10, 10, 10, lastContact, true, 0);
-    }
 }

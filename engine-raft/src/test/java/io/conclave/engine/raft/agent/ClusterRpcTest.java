@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.service.RaftService;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
@@ -66,7 +66,7 @@ class ClusterRpcTest {
         }
         Throwable refused = forwardFailure(closedPort);
         assertTrue(ClusterRpc.neverConnected(refused), refused.toString());
-        assertTrue(KvHttpApi.certainlyNotApplied(new RefusedException(Refusal.LEADER_UNREACHABLE, null, null)));
+        assertTrue(RaftService.certainlyNotApplied(new RefusedException(Refusal.LEADER_UNREACHABLE, null, null)));
     }
 
     @Test
@@ -89,8 +89,8 @@ class ClusterRpcTest {
         // the handler runs on another event loop: the write reached it, though perhaps not yet counted
         Await.until("the write reached the leader: its outcome is unknown", () -> received.get() == 1);
         assertEquals(1, received.get(), "the write reached the leader once");
-        assertFalse(KvHttpApi.certainlyNotApplied(new OutcomeUnknownException("sent, then lost")));
-        assertFalse(KvHttpApi.certainlyNotApplied(new RefusedException(Refusal.OVERLOADED, null, null)), "overload is not retried");
+        assertFalse(RaftService.certainlyNotApplied(new OutcomeUnknownException("sent, then lost")));
+        assertFalse(RaftService.certainlyNotApplied(new RefusedException(Refusal.OVERLOADED, null, null)), "overload is not retried");
         Await.result(silent.close());
     }
 
@@ -99,11 +99,11 @@ class ClusterRpcTest {
         Throwable overloaded = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
                 .setRefusal("OVERLOADED").setLeaderId("leader").build()).cause();
         assertEquals(Refusal.OVERLOADED, ((RefusedException) overloaded).reason());
-        assertFalse(KvHttpApi.certainlyNotApplied(overloaded), "not retried every 25 ms: the leader is overloaded");
+        assertFalse(RaftService.certainlyNotApplied(overloaded), "not retried every 25 ms: the leader is overloaded");
 
         Throwable replaced = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED)
                 .setRefusal("NOT_APPLIED").build()).cause();
-        assertTrue(KvHttpApi.certainlyNotApplied(replaced), "an entry replaced by a new leader's is retried");
+        assertTrue(RaftService.certainlyNotApplied(replaced), "an entry replaced by a new leader's is retried");
 
         Throwable older = ClusterRpc.outcome(ForwardResponse.newBuilder().setOutcome(ForwardResponse.Outcome.NOT_APPLIED).build()).cause();
         assertEquals(Refusal.NOT_APPLIED, ((RefusedException) older).reason(), "a leader that names no refusal: as before");

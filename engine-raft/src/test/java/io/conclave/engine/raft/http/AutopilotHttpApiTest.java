@@ -11,6 +11,8 @@ import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.Vertx;
 import java.util.List;
 import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.service.AutopilotService;
+import io.conclave.engine.raft.service.OperatorForwarder;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -22,11 +24,11 @@ class AutopilotHttpApiTest {
 
     @Test
     void when_a_client_sends_consul_json_then_keys_match_regardless_of_case_and_durations_read_as_go_writes_them() {
-        AutopilotSettings read = AutopilotHttpApi.decode(new JsonObject("{\"cleanupdeadservers\": false, \"LastContactThreshold\": \"1s\","
+        AutopilotSettings read = AutopilotService.decode(new JsonObject("{\"cleanupdeadservers\": false, \"LastContactThreshold\": \"1s\","
                 + " \"maxTrailingLogs\": 10, \"MinQuorum\": 3, \"ServerStabilizationTime\": 2000000000, \"CreateIndex\": 4,"
                 + " \"RedundancyZoneTag\": \"\"}"), AutopilotSettings.DEFAULTS);
         assertEquals(new AutopilotSettings(false, Duration.ofSeconds(1), 10, 3, Duration.ofSeconds(2)), read);
-        assertEquals(AutopilotSettings.DEFAULTS, AutopilotHttpApi.decode(new JsonObject(), AutopilotSettings.DEFAULTS),
+        assertEquals(AutopilotSettings.DEFAULTS, AutopilotService.decode(new JsonObject(), AutopilotSettings.DEFAULTS),
                 "a key left out keeps its value");
     }
 
@@ -37,7 +39,7 @@ class AutopilotHttpApiTest {
                 {"{\"LastContactThreshold\": \"1ms\"}", "LastContactThreshold"}, {"{\"ServerStabilizationTime\": \"2h\"}", "ServerStabilizationTime"},
                 {"{\"Surprise\": 1}", "Surprise"}, {"{\"RedundancyZoneTag\": \"zone\"}", "RedundancyZoneTag"}}) {
             IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
-                    () -> AutopilotHttpApi.decode(new JsonObject(bad[0]), AutopilotSettings.DEFAULTS), bad[0]);
+                    () -> AutopilotService.decode(new JsonObject(bad[0]), AutopilotSettings.DEFAULTS), bad[0]);
             assertTrue(error.getMessage().contains(bad[1]), error.getMessage());
         }
     }
@@ -45,13 +47,13 @@ class AutopilotHttpApiTest {
     @Test
     void when_the_replicated_entry_arrives_then_it_replaces_the_files_settings_and_a_damaged_one_changes_nothing() {
         AutopilotSettings seed = new AutopilotSettings(true, Duration.ofMillis(200), 250, 0, Duration.ofSeconds(10));
-        AutopilotHttpApi api = new AutopilotHttpApi(command -> null, seed, Optional::empty, () -> null, view -> null);
+        AutopilotService api = new AutopilotService(seed, Optional::empty, null, () -> null, () -> null);
         assertEquals(seed, api.settings(), "the file seeds them");
         AutopilotSettings set = new AutopilotSettings(false, Duration.ofMillis(300), 5, 3, Duration.ZERO);
-        byte[] value = AutopilotHttpApi.encode(new AutopilotHttpApi.Settings(set, 0, 0)).toString().getBytes(StandardCharsets.UTF_8);
-        api.systemEntry(new KvEntry(AutopilotHttpApi.SETTINGS_KEY, value, 0, 7, 9));
+        byte[] value = AutopilotService.encode(new AutopilotService.Settings(set, 0, 0)).toString().getBytes(StandardCharsets.UTF_8);
+        api.systemEntry(new KvEntry(AutopilotService.SETTINGS_KEY, value, 0, 7, 9));
         assertEquals(set, api.settings());
-        api.systemEntry(new KvEntry(AutopilotHttpApi.SETTINGS_KEY, "{not json".getBytes(StandardCharsets.UTF_8), 0, 7, 10));
+        api.systemEntry(new KvEntry(AutopilotService.SETTINGS_KEY, "{not json".getBytes(StandardCharsets.UTF_8), 0, 7, 10));
         assertEquals(set, api.settings(), "kept");
         api.systemEntry(new KvEntry("another", value, 0, 1, 1));
         assertEquals(set, api.settings(), "another system entry is not autopilot's");
@@ -82,25 +84,39 @@ class AutopilotHttpApiTest {
         AutopilotState unhealthy = new AutopilotState(false, 0, "s0", List.of(
                 new AutopilotState.Server("s0", "n0", "127.0.0.1:1", "alive", "1", true, 0, 3, 10, true, Suffrage.VOTER, 1, java.util.Map.of("zone", "a")),
                 new AutopilotState.Server("s1", "n1", "127.0.0.1:2", "failed", "1", false, 5_000, 3, 4, false, Suffrage.VOTER, 0, java.util.Map.of())));
-        AutopilotHttpApi leader = new AutopilotHttpApi(command -> null, AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(unhealthy)),
-                () -> "127.0.0.1:1", view -> null);
-        AutopilotHttpApi.View leaderHealth = leader.localView("health").orElseThrow();
+        AutopilotService leader = new AutopilotService(AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(unhealthy)), null,
+                () -> "s0", () -> "127.0.0.1:1");
+        AutopilotService.View leaderHealth = leader.localView("health").orElseThrow();
         assertEquals(429, leaderHealth.status(), "not healthy: 429, as Consul answers");
 
         List<String> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.util.concurrent.atomic.AtomicReference<String> leaderAddress = new java.util.concurrent.atomic.AtomicReference<>("127.0.0.1:1");
         java.util.concurrent.atomic.AtomicBoolean reachable = new java.util.concurrent.atomic.AtomicBoolean(true);
-        AutopilotHttpApi follower = new AutopilotHttpApi(command -> null, AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(null)),
-                leaderAddress::get, view -> {
-                    asked.add(view);
-                    return reachable.get() ? io.vertx.core.Future.succeededFuture(leader.localView(view).orElseThrow())
-                            : io.vertx.core.Future.failedFuture(new IllegalStateException("connection refused"));
-                });
+        OperatorForwarder toLeader = new OperatorForwarder() {
+            @Override
+            public io.vertx.core.Future<Void> removeServer(String leaderId, String serverId) {
+                throw new UnsupportedOperationException("autopilot's views only");
+            }
+
+            @Override
+            public io.vertx.core.Future<Void> transferLeader(String leaderId, String targetId) {
+                throw new UnsupportedOperationException("autopilot's views only");
+            }
+
+            @Override
+            public io.vertx.core.Future<AutopilotService.View> autopilotView(String leaderId, String view) {
+                asked.add(view);
+                return reachable.get() ? io.vertx.core.Future.succeededFuture(leader.localView(view).orElseThrow())
+                        : io.vertx.core.Future.failedFuture(new IllegalStateException("connection refused"));
+            }
+        };
+        AutopilotService follower = new AutopilotService(AutopilotSettings.DEFAULTS, () -> Optional.of(autopilot(null)), toLeader,
+                () -> leaderAddress.get() == null ? null : "s0", leaderAddress::get);
         assertTrue(follower.localView("health").isEmpty(), "a follower's autopilot has no view of its own");
         Vertx vertx = Vertx.vertx();
         HttpApi http = new HttpApi();
         try {
-            follower.register(http);
+            new AutopilotHttpApi(follower).register(http);
             int port = Await.result(http.listen(vertx, "127.0.0.1", 0));
             java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
             java.util.function.Function<String, java.net.http.HttpResponse<String>> get = path -> {

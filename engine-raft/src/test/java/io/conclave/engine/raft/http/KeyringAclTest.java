@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.acl.AclHttpApi;
 import io.conclave.engine.raft.acl.AclStore;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.testing.Await;

@@ -41,6 +41,10 @@ class KvRestoreTest {
     }
 
     private static String text(byte[] bytes) {
+        return io.conclave.engine.raft.testing.KvAnswers.text(bytes);
+    }
+
+    private static String value(byte[] bytes) {
         return new String(bytes, StandardCharsets.UTF_8);
     }
 
@@ -68,7 +72,7 @@ class KvRestoreTest {
         assertEquals("true", text(kv.apply(10, chunk("r1", 0, List.of(entry("keep/a", "restored", 9), entry("new/x", "x", 0)), List.of()))));
         assertEquals("true", text(kv.apply(11, chunk("r1", 1, List.of(entry("new/y", "y", 0)),
                 List.of(entry("autopilot/configuration", "{\"MinQuorum\":3}", 0))))));
-        assertEquals("1", text(kv.get("keep/a").value()), "staged, not live");
+        assertEquals("1", value(kv.get("keep/a").value()), "staged, not live");
         assertNull(kv.get("new/x"));
         assertNotNull(kv.get("gone/b"));
         assertEquals(4, kv.staging().count());
@@ -78,12 +82,12 @@ class KvRestoreTest {
         assertEquals(List.of("keep/a", "new/x", "new/y"), kv.list("").stream().map(KvEntry::key).toList(),
                 "the store is the snapshot's: a key it lacks is gone");
         KvEntry restored = kv.get("keep/a");
-        assertEquals("restored", text(restored.value()));
+        assertEquals("restored", value(restored.value()));
         assertEquals(9, restored.flags());
         assertEquals(10, restored.createIndex(), "written anew at its chunk's index, so no index goes backwards");
         assertEquals(10, restored.modifyIndex());
         assertEquals(11, kv.get("new/y").modifyIndex());
-        assertEquals("{\"MinQuorum\":3}", text(kv.system("autopilot/configuration").value()));
+        assertEquals("{\"MinQuorum\":3}", value(kv.system("autopilot/configuration").value()));
         assertEquals(1, told.size(), "the engine hears of the restored settings");
         assertEquals(12, kv.index());
         assertNull(kv.staging());
@@ -138,9 +142,9 @@ class KvRestoreTest {
         kv.apply(10, chunk("r", 0, List.of(entry("keep/a", "restored", 0)), List.of()));
         kv.apply(11, put("keep/a", "written meanwhile"));
         kv.apply(12, put("written/meanwhile", "w"));
-        assertEquals("written meanwhile", text(kv.get("keep/a").value()));
+        assertEquals("written meanwhile", value(kv.get("keep/a").value()));
         kv.apply(13, commit("r", 1, 1));
-        assertEquals("restored", text(kv.get("keep/a").value()));
+        assertEquals("restored", value(kv.get("keep/a").value()));
         assertNull(kv.get("written/meanwhile"));
         assertEquals(13, kv.index());
     }

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 class KvSessionTest {
 
     private static String text(byte[] bytes) {
-        return new String(bytes, StandardCharsets.UTF_8);
+        return io.conclave.engine.raft.testing.KvAnswers.text(bytes);
     }
 
     private static byte[] create(String id, Session.Behavior behavior) {

@@ -17,6 +17,10 @@ class KvStateMachineTest {
     }
 
     private static String text(byte[] bytes) {
+        return io.conclave.engine.raft.testing.KvAnswers.text(bytes);
+    }
+
+    private static String value(byte[] bytes) {
         return new String(bytes, StandardCharsets.UTF_8);
     }
 
@@ -138,7 +142,7 @@ class KvStateMachineTest {
         data.flush();
         KvStateMachine kv = new KvStateMachine();
         kv.restore(new ByteArrayInputStream(bytes.toByteArray()));
-        assertEquals("v", text(kv.get("k").value()));
+        assertEquals("v", value(kv.get("k").value()));
         assertEquals(9, kv.index());
         assertNull(kv.system("autopilot/configuration"));
     }

@@ -81,11 +81,11 @@ class Unsigned64Test {
         machine.apply(1, new KvCommand(KvCommand.Op.PUT, "k", "one".getBytes(), 0, KvCommand.NO_CAS).encode());
         long largest = Unsigned64.parse(Unsigned64.MAX_TEXT);
         byte[] answer = machine.apply(2, new KvCommand(KvCommand.Op.PUT, "k", "two".getBytes(), 0, KvCommand.expecting(largest)).encode());
-        assertEquals("false", new String(answer));
+        assertEquals("false", io.conclave.engine.raft.testing.KvAnswers.text(answer));
         assertEquals("one", new String(machine.get("k").value()));
         byte[] txn = machine.apply(3, new KvCommand(KvCommand.Op.TXN, "", KvTxn.encode(KvTxn.parse("[{\"KV\": {\"Verb\": \"cas\", \"Key\": \"k\","
                 + " \"Value\": \"dGhyZWU=\", \"Index\": " + Unsigned64.MAX_TEXT + "}}]", 4096)), 0, KvCommand.NO_CAS).encode());
-        assertTrue(new String(txn).contains("index is stale"), new String(txn));
+        assertTrue(io.conclave.engine.raft.testing.KvAnswers.text(txn).contains("index is stale"), io.conclave.engine.raft.testing.KvAnswers.text(txn));
         assertEquals("one", new String(machine.get("k").value()));
     }
 }

@@ -12,6 +12,8 @@ import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.KvHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.service.KvService;
+import io.conclave.engine.raft.service.RaftService;
 import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.Vertx;
 import java.net.URI;
@@ -42,15 +44,18 @@ class OverloadHttpTest {
         // 100 ms ticks (elections after 1-2 s): the cut-off followers must not elect another leader on a loaded machine
         // while the writes are sent, or the waiting writes would be replaced (seen once in a full build)
         RaftConfig config = RaftConfig.defaults().withCheckQuorum(false).withUncommittedLimits(16_384, 1 << 20);
+        java.util.Map<String, KvStateMachine> machines = new java.util.HashMap<>();
         for (Server server : servers) {
+            machines.put(server.id(), new KvStateMachine());
             transport.nodes.put(server.id(), Await.result(RaftNode.start(vertx, server.id(), config, ShutdownOnRemovePolicyProvider.POLICY,
-                    new InMemoryStorage(), new KvStateMachine(), transport.from(server.id()), new RaftNode.Options(100, 1000, 100, 2, 0),
+                    new InMemoryStorage(), machines.get(server.id()), transport.from(server.id()), new RaftNode.Options(100, 1000, 100, 2, 0),
                     new ClusterConfiguration(servers))));
         }
         HttpApi http = new HttpApi();
         try {
             RaftNode leader = Await.leader(transport.nodes.values());
-            new KvHttpApi(vertx, "dc1", leader, null, Duration.ofSeconds(3)).register(http);
+            new KvHttpApi(vertx, "dc1", new KvService(new RaftService(vertx, leader, null, Duration.ofSeconds(3)), machines.get(leader.id()),
+                    "kv")).register(http);
             int port = Await.result(http.listen(vertx, "127.0.0.1", 0));
             HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             transport.nodes.keySet().stream().filter(id -> !id.equals(leader.id())).forEach(transport.down::add);

@@ -117,7 +117,7 @@ class RaftNodeClusterTest {
             writes.add(leader.propose(put("k" + i, "v" + i)));
         }
         for (Future<byte[]> write : writes) {
-            assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(write));
+            assertArrayEquals(io.conclave.engine.raft.kv.KvResult.TRUE.encode(), await(write));
         }
         long written = await(leader.onCore(core -> core.commitIndex()));
         for (RaftNode node : transport.nodes.values()) {
@@ -141,7 +141,7 @@ class RaftNodeClusterTest {
         for (int i = 0; i < 500; i++) { // past the snapshot threshold: the log is compacted behind the stopped node
             second.propose(put("after" + i, "x"));
         }
-        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(second.propose(put("last", "y"))));
+        assertArrayEquals(io.conclave.engine.raft.kv.KvResult.TRUE.encode(), await(second.propose(put("last", "y"))));
         poll("the leader compacts its log past what the stopped node has (snapshots are taken in the background)", () -> {
             try {
                 return await(second.onCore(core -> core.firstIndex())) > written;

@@ -139,7 +139,7 @@ class StorageFailureTest {
     void when_an_append_fails_then_the_node_stops_and_no_client_is_told_its_write_was_applied() throws Exception {
         RaftNode node = startSolo(ALONE);
         Await.leader(List.of(node));
-        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), Await.result(node.propose(put("before"))));
+        assertArrayEquals(io.conclave.engine.raft.kv.KvResult.TRUE.encode(), Await.result(node.propose(put("before"))));
         assertFalse(node.failure().isComplete());
 
         storage.failing = true;

@@ -24,7 +24,7 @@ class FastFailoverSimulationTest {
 
     private static final RaftConfig FAST = RaftConfig.defaults().withFastFailover(true);
     /** What the agent runs with its default configuration: two ticks per heartbeat interval of 100 ms. */
-    private static final RaftTiming AGENT = RaftTiming.of(ConfigLoader.dev().raft(), java.util.Set.of());
+    private static final RaftTiming AGENT = RaftTiming.of(ConfigLoader.dev().raft());
 
     /**
      * Half the seeds run the agent's timing (ticks of 50 ms, heartbeats every two), half the core's defaults (a tick

@@ -14,7 +14,7 @@ final class RealKvMachine implements SimStateMachine {
 
     @Override
     public String apply(long index, byte[] command) {
-        return new String(machine.apply(index, command), StandardCharsets.UTF_8);
+        return io.conclave.engine.raft.testing.KvAnswers.text(machine.apply(index, command));
     }
 
     @Override

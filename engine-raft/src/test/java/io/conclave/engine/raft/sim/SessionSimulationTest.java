@@ -231,7 +231,7 @@ class SessionSimulationTest {
                     long index = log.size();
                     KvCommand kv = KvCommand.decode(proposal.command());
                     Session before = kv.op() == KvCommand.Op.SESSION_DESTROY ? reference.session(kv.key()) : null;
-                    String result = new String(reference.apply(index, proposal.command()), StandardCharsets.UTF_8);
+                    String result = io.conclave.engine.raft.testing.KvAnswers.text(reference.apply(index, proposal.command()));
                     check(index, proposal.command(), result, before);
                     proposal.onResult().accept(result);
                 } else {

@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.transport;
 
+import io.conclave.engine.raft.Limits;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -159,7 +160,7 @@ class GrpcClusterTest {
         RaftNode leader = awaitLeader();
         byte[] big = new byte[Limits.MAX_VALUE_BYTES];
         new Random(1).nextBytes(big);
-        assertArrayEquals("true".getBytes(StandardCharsets.UTF_8), await(leader.propose(put("big", big))));
+        assertArrayEquals(io.conclave.engine.raft.kv.KvResult.TRUE.encode(), await(leader.propose(put("big", big))));
         for (RaftNode node : nodes.values()) {
             poll(node.id() + " holds the 512 KiB value", () -> holds(node, "big", big));
         }

@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.transport;
+package io.conclave.engine.raft;
 
 /**
  * The sizes everything else derives from: the largest value a client may store (Consul's 512 KiB), the

@@ -1,6 +1,8 @@
-package io.conclave.engine.raft.acl;
+package io.conclave.engine.raft.http;
 
-import io.conclave.engine.raft.http.HttpApi;
+import io.conclave.engine.raft.acl.AclRules;
+import io.conclave.engine.raft.acl.AclStore;
+import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
@@ -26,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * {@code /v1/acl/token}, {@code /v1/acl/tokens}, {@code /v1/acl/token/self}) and the gate every other request passes:
  * the token from {@code X-Consul-Token}, {@code Authorization: Bearer} or {@code ?token=}; 403 "ACL not found" for a
  * secret that names no token, 403 "Permission denied" for a request its token may not make. Writes go through Raft
- * as system entries ({@link AclStore}); reads answer from this server's copy.
+ * as system entries ({@link AclStore}), through the key/value service; reads answer from this server's copy.
  */
 public final class AclHttpApi implements HttpApi.Gate {
 
@@ -39,13 +41,13 @@ public final class AclHttpApi implements HttpApi.Gate {
     static final int MAX_POLICIES_PER_TOKEN = 64;
 
     private final AclStore store;
-    private final Function<KvCommand, Future<byte[]>> writer;
+    private final Function<KvCommand, Future<Boolean>> writer;
     private final String agentName;
     private final AtomicLong denied = new AtomicLong();
     private final AtomicLong notFound = new AtomicLong();
     private HttpApi http;
 
-    public AclHttpApi(AclStore store, Function<KvCommand, Future<byte[]>> writer, String agentName) {
+    public AclHttpApi(AclStore store, Function<KvCommand, Future<Boolean>> writer, String agentName) {
         this.store = store;
         this.writer = writer;
         this.agentName = agentName;
@@ -136,7 +138,7 @@ public final class AclHttpApi implements HttpApi.Gate {
         HttpMethod method = request.method();
         boolean read = method.equals(HttpMethod.GET) || method.equals(HttpMethod.HEAD);
         if (path.startsWith("/v1/kv/")) {
-            String key = io.conclave.engine.raft.http.KvHttpApi.keyOf(path);
+            String key = KvHttpApi.keyOf(path);
             boolean recurse = request.params().contains("recurse") || request.params().contains("keys");
             if (read) {
                 return recurse ? a -> true : a -> a.keyRead(key); // a list is filtered key by key
@@ -187,7 +189,7 @@ public final class AclHttpApi implements HttpApi.Gate {
         writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT_ONCE, AclStore.TOKEN_PREFIX + accessor,
                         stored.encode().getBytes(StandardCharsets.UTF_8), 0, KvCommand.NO_CAS, AclStore.BOOTSTRAP_KEY))
                 .onSuccess(answer -> {
-                    if (!isTrue(answer)) {
+                    if (!answer) {
                         HttpApi.error(request, 403, "Permission denied: ACL bootstrap no longer allowed (reset index: "
                                 + store.bootstrapIndex() + ")");
                         return;
@@ -197,10 +199,6 @@ public final class AclHttpApi implements HttpApi.Gate {
                             List.of(AclStore.GLOBAL_MANAGEMENT_ID), stored.getString("CreateTime"), 0, 0), secret));
                 })
                 .onFailure(error -> HttpApi.error(request, 500, "the bootstrap was not written: " + error.getMessage()));
-    }
-
-    private static boolean isTrue(byte[] answer) {
-        return "true".equals(new String(answer, StandardCharsets.UTF_8));
     }
 
     // ---------------------------------------------------------------- policies
@@ -274,13 +272,13 @@ public final class AclHttpApi implements HttpApi.Gate {
             boolean named = existing == null || !existing.name().equals(name);
             // a new name is claimed in the log, with the policy, by its guard entry: of two creates with one name on two
             // servers, one wins; the name an update gives up is released after
-            Future<byte[]> written = named
+            Future<Boolean> written = named
                     ? writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT_ONCE, AclStore.POLICY_PREFIX + policyId, stored, 0,
                             KvCommand.NO_CAS, AclStore.POLICY_NAME_PREFIX + name))
                     : writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.POLICY_PREFIX + policyId, stored, 0, existing.modifyIndex()));
             AclStore.Policy previous = existing;
             written.onSuccess(answer -> {
-                        if (!isTrue(answer)) {
+                        if (!answer) {
                             HttpApi.error(request, named ? 400 : 409, named ? "a policy named \"" + name + "\" already exists"
                                     : "the policy changed meanwhile: read it and try again");
                             return;
@@ -295,7 +293,7 @@ public final class AclHttpApi implements HttpApi.Gate {
     }
 
     /** Gives up a policy's name (its guard entry): another policy may take it. */
-    private Future<byte[]> releaseName(String name) {
+    private Future<Boolean> releaseName(String name) {
         return writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.POLICY_NAME_PREFIX + name, new byte[0], 0, KvCommand.NO_CAS))
                 .onFailure(error -> LOG.warn("the name of a deleted or renamed policy, {}, stays taken: {}", name, error.getMessage()));
     }
@@ -317,7 +315,7 @@ public final class AclHttpApi implements HttpApi.Gate {
     private void delete(HttpServerRequest request, String key, long cas, Runnable then) {
         writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, key, new byte[0], 0, cas))
                 .onSuccess(answer -> {
-                    if (!isTrue(answer)) {
+                    if (!answer) {
                         HttpApi.error(request, 409, "it changed meanwhile: read it and try again");
                         return;
                     }
@@ -436,7 +434,7 @@ public final class AclHttpApi implements HttpApi.Gate {
             writer.apply(new KvCommand(KvCommand.Op.SYSTEM_PUT, AclStore.TOKEN_PREFIX + accessor,
                             token.stored().encode().getBytes(StandardCharsets.UTF_8), 0, cas))
                     .onSuccess(answer -> {
-                        if (!isTrue(answer)) {
+                        if (!answer) {
                             HttpApi.error(request, 409, "the token changed meanwhile: read it and try again");
                             return;
                         }

@@ -1,8 +1,7 @@
-package io.conclave.engine.raft.http;
+package io.conclave.engine.raft.service;
 
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.kv.KvCommand;
-import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.vertx.core.Vertx;
 import java.time.Duration;
@@ -28,7 +27,7 @@ public final class TombstoneReaper {
 
     private final Vertx vertx;
     private final RaftNode node;
-    private final KvHttpApi kv;
+    private final KvService kv;
     private final Duration ttl;
     private final Duration granularity;
     private final ArrayDeque<Note> notes = new ArrayDeque<>();
@@ -37,7 +36,7 @@ public final class TombstoneReaper {
     private volatile long reapedUpTo;
     private final java.util.concurrent.atomic.AtomicBoolean proposing = new java.util.concurrent.atomic.AtomicBoolean();
 
-    public TombstoneReaper(Vertx vertx, RaftNode node, KvHttpApi kv, Duration ttl) {
+    public TombstoneReaper(Vertx vertx, RaftNode node, KvService kv, Duration ttl) {
         this.vertx = vertx;
         this.node = node;
         this.kv = kv;
@@ -73,8 +72,8 @@ public final class TombstoneReaper {
             return;
         }
         long upTo = due.appliedIndex();
-        node.read(machine -> !((KvStateMachine) machine).tombstones().isEmpty())
-                .compose(any -> any ? kv.submit(new KvCommand(KvCommand.Op.REAP_TOMBSTONES, "", new byte[0], 0, upTo))
+        kv.readStore(machine -> !machine.tombstones().isEmpty())
+                .compose(any -> any ? kv.apply(new KvCommand(KvCommand.Op.REAP_TOMBSTONES, "", new byte[0], 0, upTo))
                         .map(done -> true) : io.vertx.core.Future.succeededFuture(false))
                 .onComplete(result -> {
                     proposing.set(false);

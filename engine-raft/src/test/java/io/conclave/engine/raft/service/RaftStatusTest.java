@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.http;
+package io.conclave.engine.raft.service;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -8,7 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** Consul's query meta headers on a KV read, as each role and history of the server gives them. */
-class KvQueryMetaTest {
+class RaftStatusTest {
 
     private static final long NOW = 10_000_000_000L;
 
@@ -19,7 +19,7 @@ class KvQueryMetaTest {
     }
 
     private static Map<String, String> meta(Role role, String leader, long lastContact, boolean member) {
-        return KvHttpApi.queryMeta(new RaftNode.Status(role, 3, leader, 10, 10, 10, lastContact, member, STARTED), NOW);
+        return RaftStatus.of(new RaftNode.Status(role, 3, leader, 10, 10, 10, lastContact, member, STARTED)).queryMeta(NOW);
     }
 
     @Test

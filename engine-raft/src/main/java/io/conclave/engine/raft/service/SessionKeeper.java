@@ -1,14 +1,16 @@
-package io.conclave.engine.raft.http;
+package io.conclave.engine.raft.service;
 
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MembershipEvent;
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvResult;
+import io.conclave.engine.raft.kv.KvTxn;
+import io.conclave.engine.raft.kv.SessionTtl;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.Session;
 import io.conclave.engine.raft.runtime.RaftNode;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -41,8 +43,8 @@ import org.slf4j.LoggerFactory;
 public final class SessionKeeper implements KvStateMachine.SessionListener, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.session");
-    static final String SERF_HEALTH = "serfHealth";
-    private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
+    public static final String SERF_HEALTH = "serfHealth";
+    private static final byte[] FALSE = KvResult.FALSE.encode();
 
     private record Delay(long untilNanos, long delayNanos) {
     }
@@ -53,14 +55,14 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         return keeper;
     });
     private final RaftNode node;
-    private final KvHttpApi kv;
+    private final KvService kv;
     private final Supplier<List<Member>> members;
     private final Map<String, Delay> lockDelays = new ConcurrentHashMap<>();
     // on the keeper's thread only
-    private final io.conclave.engine.raft.kv.SessionTtl ttls = new io.conclave.engine.raft.kv.SessionTtl();
+    private final SessionTtl ttls = new SessionTtl();
     private boolean leading;
 
-    public SessionKeeper(RaftNode node, KvHttpApi kv, Supplier<List<Member>> members) {
+    public SessionKeeper(RaftNode node, KvService kv, Supplier<List<Member>> members) {
         this.node = node;
         this.kv = kv;
         this.members = members;
@@ -79,7 +81,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
             String name = event.member().name();
             thread.execute(() -> {
                 if (leading) {
-                    node.read(machine -> ((KvStateMachine) machine).sessions()).onSuccess(all -> thread.execute(() -> {
+                    kv.readStore(KvStateMachine::sessions).onSuccess(all -> thread.execute(() -> {
                         for (Session session : all.values()) {
                             if (session.node().equals(name) && session.checks().contains(SERF_HEALTH)) {
                                 invalidate(session.id(), KvCommand.NO_CAS, "its node " + name + " is " + event.type().name().toLowerCase());
@@ -106,21 +108,22 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         if (decoded.op() == KvCommand.Op.LOCK) {
             return inLockDelay(decoded.key()) ? FALSE : null;
         }
-        List<io.conclave.engine.raft.kv.KvTxn.Op> ops;
+        List<KvTxn.Op> ops;
         try {
-            ops = io.conclave.engine.raft.kv.KvTxn.decodeOps(decoded.value());
+            ops = KvTxn.decodeOps(decoded.value());
         } catch (RuntimeException e) {
             return null;
         }
         io.vertx.core.json.JsonArray errors = new io.vertx.core.json.JsonArray();
         for (int i = 0; i < ops.size(); i++) { // a transaction's lock, as Consul's leader checks it
-            if (ops.get(i).verb() == io.conclave.engine.raft.kv.KvTxn.Verb.LOCK && inLockDelay(ops.get(i).key())) {
+            if (ops.get(i).verb() == KvTxn.Verb.LOCK && inLockDelay(ops.get(i).key())) {
                 errors.add(new io.vertx.core.json.JsonObject().put("OpIndex", i)
                         .put("What", "key " + io.vertx.core.json.Json.encode(ops.get(i).key()) + " is in lock-delay"));
             }
         }
-        return errors.isEmpty() ? null : new io.vertx.core.json.JsonObject().putNull("Results").put("Errors", errors).encode()
-                .getBytes(StandardCharsets.UTF_8);
+        return errors.isEmpty() ? null
+                : new KvResult.Transaction(new io.vertx.core.json.JsonObject().putNull("Results").put("Errors", errors).encode(), false)
+                .encode();
     }
 
     /** Whether {@code key} is in lock-delay here now: for tests. */
@@ -164,7 +167,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         boolean now = node.status().role() == Role.LEADER;
         if (now == leading) {
             if (leading) {
-                for (io.conclave.engine.raft.kv.SessionTtl.Expiry expiry : ttls.due(System.nanoTime())) {
+                for (SessionTtl.Expiry expiry : ttls.due(System.nanoTime())) {
                     invalidate(expiry.id(), expiry.renewIndex(), "its TTL of " + expiry.ttlNanos() / 1_000_000
                             + " ms ran out twice over without a renew");
                 }
@@ -179,7 +182,7 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
         long start = System.nanoTime();
         lockDelays.replaceAll((key, delay) -> System.nanoTime() - delay.untilNanos() < 0
                 ? new Delay(start + delay.delayNanos(), delay.delayNanos()) : delay);
-        node.read(machine -> ((KvStateMachine) machine).sessions()).onSuccess(all -> thread.execute(() -> {
+        kv.readStore(KvStateMachine::sessions).onSuccess(all -> thread.execute(() -> {
             if (!leading) {
                 return;
             }
@@ -203,8 +206,8 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
     }
 
     private void invalidate(String id, long renewIndex, String why) {
-        kv.submit(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, renewIndex)).onComplete(done -> {
-            if (done.succeeded() && "true".equals(new String(done.result(), StandardCharsets.UTF_8))) {
+        kv.apply(new KvCommand(KvCommand.Op.SESSION_DESTROY, id, new byte[0], 0, renewIndex)).onComplete(done -> {
+            if (done.succeeded() && done.result()) {
                 LOG.info("session {} invalidated: {}", id, why);
             } else if (done.failed()) {
                 LOG.warn("session {} could not be invalidated ({}): {}; trying again in 1 s while this server leads", id, why,

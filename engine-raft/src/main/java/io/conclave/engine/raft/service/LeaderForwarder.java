@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.http;
+package io.conclave.engine.raft.service;
 
 import io.vertx.core.Future;
 

@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.http;
+package io.conclave.engine.raft.service;
 
 import io.vertx.core.Future;
 
@@ -12,5 +12,5 @@ public interface OperatorForwarder {
     Future<Void> transferLeader(String leaderId, String targetId);
 
     /** Asks the leader {@code leaderId} for autopilot's {@code view} ("health" or "state"), its HTTP answer as is. */
-    Future<AutopilotHttpApi.View> autopilotView(String leaderId, String view);
+    Future<AutopilotService.View> autopilotView(String leaderId, String view);
 }

@@ -1,0 +1,635 @@
+package io.conclave.engine.raft.agent;
+
+import io.conclave.api.ConclaveVersion;
+import io.conclave.api.NodeIdentity;
+import io.conclave.api.autopilot.Autopilot;
+import io.conclave.api.autopilot.AutopilotProvider;
+import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.autopilot.PromoterProvider;
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MemberTags;
+import io.conclave.api.membership.Membership;
+import io.conclave.api.membership.MembershipProvider;
+import io.conclave.api.membership.MembershipSettings;
+import io.conclave.api.policy.RemovalPolicyProvider;
+import io.conclave.api.policy.ServerRemovalPolicy;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
+import io.conclave.api.raft.Suffrage;
+import io.conclave.api.statemachine.StateMachine;
+import io.conclave.api.statemachine.StateMachineProvider;
+import io.conclave.api.storage.Storage;
+import io.conclave.api.storage.StorageProvider;
+import io.conclave.engine.raft.acl.AclStore;
+import io.conclave.engine.raft.builtin.InMemoryStorageProvider;
+import io.conclave.engine.raft.config.ConclaveConfig;
+import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.http.AclHttpApi;
+import io.conclave.engine.raft.http.AgentHttpApi;
+import io.conclave.engine.raft.http.AutopilotHttpApi;
+import io.conclave.engine.raft.http.HttpApi;
+import io.conclave.engine.raft.http.KvHttpApi;
+import io.conclave.engine.raft.http.MembershipHttpApi;
+import io.conclave.engine.raft.http.MetricsHttpApi;
+import io.conclave.engine.raft.http.OperatorHttpApi;
+import io.conclave.engine.raft.http.SessionHttpApi;
+import io.conclave.engine.raft.http.SnapshotHttpApi;
+import io.conclave.engine.raft.http.TxnHttpApi;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.plugins.PluginException;
+import io.conclave.engine.raft.plugins.PluginRegistry;
+import io.conclave.engine.raft.plugins.ProviderInfo;
+import io.conclave.engine.raft.plugins.Spi;
+import io.conclave.engine.raft.runtime.BlockedThreadWatch;
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.service.AutopilotService;
+import io.conclave.engine.raft.service.KvService;
+import io.conclave.engine.raft.service.LeaveCoordinator;
+import io.conclave.engine.raft.service.OperatorService;
+import io.conclave.engine.raft.service.RaftService;
+import io.conclave.engine.raft.service.SessionKeeper;
+import io.conclave.engine.raft.service.SnapshotService;
+import io.conclave.engine.raft.service.TombstoneReaper;
+import io.conclave.engine.raft.tls.TlsSetup;
+import io.conclave.engine.raft.tls.VertxTls;
+import io.conclave.engine.raft.transport.GrpcRaftTransport;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.SocketAddress;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Builds a running agent from its configuration and plugins, top to bottom: the storage, the removal policy and the
+ * membership plugins; the Raft transport, the state machine and the node; the services over it; the HTTP API's
+ * adapters; autopilot; the HTTP listeners. {@link #close} takes it down in the reverse order. Every step blocks the
+ * caller (the agent's starting or stopping thread), never an event loop.
+ */
+final class AgentAssembly {
+
+    private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
+    private static final long STEP_TIMEOUT_SECONDS = 60;
+    static final String CLUSTER_ID_KEY = "cluster-id";
+    /**
+     * How long a join, force-leave or keyring change may take the membership provider before it is answered 500
+     * (outcome unknown): a keyring change asks every member, as Consul's does.
+     */
+    static final Duration MEMBERSHIP_CHANGE_TIMEOUT = Duration.ofSeconds(30);
+    /** How long an operator's remove-peer or transfer-leader may take before it is answered 500 (outcome unknown). */
+    static final Duration OPERATOR_CHANGE_TIMEOUT = Duration.ofSeconds(10);
+
+    private final ConclaveConfig config;
+    private final PluginRegistry registry;
+    private final Path dataDir;
+    private final NodeIdentity identity;
+    private final Vertx vertx;
+    private final BlockedThreadWatch blockedThreads;
+    private final LeaveCoordinator.Stop stop;
+    /** The SPIs whose chosen provider the engine called: only those are shown active. */
+    private final Set<Spi> engaged = EnumSet.noneOf(Spi.class);
+    private final HttpApi http = new HttpApi();
+    private final TlsSetup tls;
+    private boolean nodeIdStored;
+
+    private Storage storage;
+    private ServerRemovalPolicy removalPolicy;
+    private Membership membership;
+    private Optional<VertxTls> rpcTls = Optional.empty();
+    private GrpcRaftTransport transport;
+    private Bootstrapper bootstrapper;
+    private ClusterRpc clusterRpc;
+    private Admission admission;
+    private StateMachine stateMachine;
+    private String stateMachineName;
+    private RaftNode node;
+    private KvService kv;
+    private LeaveCoordinator leave;
+    private TombstoneReaper tombstoneReaper;
+    private SessionKeeper sessionKeeper;
+    private AutoCloseable membershipSubscription;
+    private AclStore aclStore;
+    private AclHttpApi aclApi;
+    private AutopilotService autopilotService;
+    private NodeOperator operator;
+    private Autopilot autopilot;
+    private MetricsHttpApi metricsApi;
+    private AgentHttpApi agentApi;
+    private int httpPort;
+    private int httpsPort = -1;
+
+    AgentAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, boolean nodeIdStored,
+                  Vertx vertx, BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop) {
+        this.config = config;
+        this.registry = registry;
+        this.dataDir = dataDir;
+        this.identity = identity;
+        this.nodeIdStored = nodeIdStored;
+        this.vertx = vertx;
+        this.blockedThreads = blockedThreads;
+        this.stop = stop;
+        this.tls = new TlsSetup(vertx, config.datacenter(), config.tls().domain());
+    }
+
+    /** Builds everything, in order; on failure the caller closes what was built. */
+    void assemble() {
+        startPlugins();
+        startRaft();
+        startServices();
+        startAutopilot();
+        httpPort = await(startHttp());
+        LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), identity.nodeId(),
+                config.datacenter(), config.clientAddr(), httpPort, activeNames());
+    }
+
+    // ---------------------------------------------------------------- 1. plugins: storage, removal policy, membership
+
+    private void startPlugins() {
+        StorageProvider storageProvider = registry.require(Spi.STORAGE, StorageProvider.class);
+        storage = await(vertx.executeBlocking(() -> storageProvider.open(contextFor(storageProvider.name()))));
+        engaged.add(Spi.STORAGE);
+        await(vertx.executeBlocking(() -> {
+            bindIdentityToStorage(storageProvider.name());
+            return null;
+        }));
+        RemovalPolicyProvider policyProvider = registry.require(Spi.REMOVAL_POLICY, RemovalPolicyProvider.class);
+        removalPolicy = policyProvider.create(contextFor(policyProvider.name()));
+        engaged.add(Spi.REMOVAL_POLICY);
+        MembershipProvider membershipProvider = registry.require(Spi.MEMBERSHIP, MembershipProvider.class);
+        MembershipSettings settings = new MembershipSettings(config.bindAddr(), config.ports().serfLan(), memberTags(),
+                config.retryJoin(), config.staticServers(), config.gossipLan(), config.encrypt());
+        SimplePluginContext membershipContext = contextFor(membershipProvider.name());
+        membership = await(onContext(membershipContext.context(), () -> membershipProvider.create(membershipContext, settings)));
+        engaged.add(Spi.MEMBERSHIP);
+        await(membership.start());
+        if (config.encrypt().isPresent() && membership.keyring().isEmpty()) {
+            LOG.warn("encrypt is set, but the membership provider {} does not encrypt: gossip (if any) is in clear text",
+                    membershipProvider.name());
+        }
+    }
+
+    private Map<String, String> memberTags() {
+        Map<String, String> tags = new LinkedHashMap<>();
+        tags.put(MemberTags.ROLE, MemberTags.ROLE_SERVER);
+        tags.put(MemberTags.NODE_ID, identity.nodeId());
+        tags.put(MemberTags.RAFT_ADDRESS, identity.raftAddress());
+        tags.put(MemberTags.DATACENTER, config.datacenter());
+        tags.put(MemberTags.VERSION, identity.version());
+        tags.put(MemberTags.BOOTSTRAP_EXPECT, Integer.toString(config.bootstrapExpect()));
+        config.nodeMeta().forEach((key, value) -> tags.put(MemberTags.META_PREFIX + key, value));
+        return tags;
+    }
+
+    /**
+     * Records which provider holds this node's state, then stores a new node ID — in that order, each
+     * synced: a crash between them leaves a binding without an ID, which is refused only once the storage
+     * holds Raft state. A new ID is never given to storage that has Raft state. Blocking.
+     */
+    private void bindIdentityToStorage(String providerName) throws IOException {
+        boolean devMemory = config.dev() && providerName.equals(InMemoryStorageProvider.NAME);
+        if (!nodeIdStored && !devMemory && hasRaftState()) { // refused before anything is written
+            throw new StateBinding.Refused("data_dir " + dataDir + " holds Raft state (term " + storage.stable().currentTerm()
+                    + ", last log index " + storage.log().lastIndex() + ") but no " + NodeIdFile.FILE_NAME
+                    + ": a fresh ID would vote with another server's state. Restore " + dataDir.resolve(NodeIdFile.FILE_NAME)
+                    + " from a backup, or empty the data folder so that the server joins as a new one");
+        }
+        if (!devMemory) {
+            StateBinding.record(dataDir, providerName);
+        }
+        if (!nodeIdStored) {
+            if (!devMemory && config.nodeId().isPresent()) {
+                // The ID may have voted before this folder lost its data: never again in the same term.
+                storage.stable().put(RaftNode.STATELESS_KEY, new byte[] {1});
+                LOG.warn("node_id {} is given over an empty data folder: this server may have voted under that ID before its"
+                        + " data was lost, so it neither votes nor campaigns until it is added to the cluster again or bootstraps"
+                        + " a new one", identity.nodeId());
+            }
+            NodeIdFile.write(dataDir, identity.nodeId());
+            nodeIdStored = true;
+        }
+    }
+
+    private boolean hasRaftState() throws IOException {
+        return storage.stable().currentTerm() > 0 || storage.log().lastIndex() > 0 || !storage.snapshots().list().isEmpty();
+    }
+
+    private SimplePluginContext contextFor(String providerName) {
+        Context context = vertx.getOrCreateContext();
+        Path folder = dataDir.resolve("plugins").resolve(providerName);
+        try {
+            Files.createDirectories(folder);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + folder + ": " + e.getMessage(), e);
+        }
+        return new SimplePluginContext(vertx, context, config.pluginSection(providerName), identity, folder, Optional.empty());
+    }
+
+    // ---------------------------------------------------------------- 2. Raft: transport, state machine, node
+
+    /**
+     * Starts the Raft server: the gRPC transport on {@code ports.server}, the state machine (from its SPI), and the node,
+     * restored from storage. A server with {@code bootstrap_expect = 1} (and {@code -dev}) bootstraps itself as the only
+     * voter when its storage is empty.
+     */
+    private void startRaft() {
+        AtomicBoolean hasRaftState = new AtomicBoolean(await(vertx.executeBlocking(this::hasRaftState)));
+        byte[] storedClusterId = await(vertx.executeBlocking(() -> storage.stable().get(CLUSTER_ID_KEY)));
+        rpcTls = tls.load(config.tls().internalRpc(), "tls.internal_rpc", true);
+        transport = new GrpcRaftTransport(vertx, storedClusterId == null ? null : new String(storedClusterId, StandardCharsets.UTF_8),
+                this::addressOf, rpcTls);
+        StateMachineProvider machineProvider = registry.require(Spi.STATE_MACHINE, StateMachineProvider.class);
+        await(vertx.executeBlocking(() -> {
+            StateBinding.bindStateMachine(dataDir, machineProvider.name());
+            return null;
+        }));
+        stateMachine = machineProvider.create(contextFor(machineProvider.name()));
+        engaged.add(Spi.STATE_MACHINE);
+        String configuredAddress = config.bindAddr() + ":" + config.ports().server();
+        bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
+                configuredAddress, config.datacenter(), hasRaftState::get, () -> transport.clusterId(),
+                (configuration, clusterId) -> formCluster(configuration, clusterId, hasRaftState));
+        bootstrapper.stateMachine(machineProvider.name());
+        clusterRpc = new ClusterRpc(vertx, bootstrapper, transport, config.raft().electionTimeoutMax(), rpcTls);
+        admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport::clusterId,
+                transport::clusterId, hasRaftState::get, () -> bootstrapper.stop(), machineProvider.name());
+        clusterRpc.admission(admission);
+        int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
+        ConclaveConfig.Raft timing = config.raft();
+        RaftTiming ticks = RaftTiming.of(timing);
+        RaftNode.Options options = new RaftNode.Options(ticks.tickMillis(), timing.snapshotThreshold(), timing.trailingLogs(), 2,
+                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
+        // the replicated settings and ACLs follow the system entries from the first one a restored snapshot holds
+        ConclaveConfig.Autopilot seed = config.autopilot();
+        autopilotService = new AutopilotService(new AutopilotSettings(seed.cleanupDeadServers(), seed.lastContactThreshold(),
+                seed.maxTrailingLogs(), seed.minQuorum(), seed.serverStabilizationTime()), () -> Optional.ofNullable(autopilot), clusterRpc,
+                () -> node.status().leaderId(), () -> kv.raft().leaderAddress());
+        clusterRpc.autopilotViews(autopilotService::localView);
+        ConclaveConfig.Acl acl = config.acl();
+        aclStore = acl.enabled() ? new AclStore(acl.defaultAllow(), acl.initialManagementToken(), acl.agentToken(), config.nodeName()) : null;
+        if (stateMachine instanceof KvStateMachine kvMachine) {
+            kvMachine.onSystemChange(this::systemEntry); // before the node restores a snapshot
+        }
+        node = await(RaftNode.start(vertx, identity.nodeId(), ticks.core(), removalPolicy, storage, stateMachine, transport.sender(),
+                options, null));
+        transport.register(node);
+        node.failure().onSuccess(cause -> {
+            LOG.error("the agent stops: its storage failed ({}); no further write is acknowledged", cause.getMessage());
+            stop.stop(new IllegalStateException("storage failed: " + cause.getMessage(), cause));
+        });
+        clusterRpc.node(node);
+        admission.node(node);
+        bootstrapper.raftStopped(() -> node.status().role() == Role.SHUTDOWN);
+        RaftService raft = new RaftService(vertx, node, clusterRpc, timing.electionTimeoutMax());
+        stateMachineName = machineProvider.name();
+        kv = new KvService(raft, stateMachine, stateMachineName);
+        autopilotService.connect(kv);
+        leave = new LeaveCoordinator(vertx, node, membership, clusterRpc, config.leaveTimeout(), config.leaveDrainTime(), stop);
+        leave.start();
+        if (!hasRaftState.get() && transport.clusterId() != null) {
+            LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");
+        } else if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
+            formCluster(new ClusterConfiguration(List.of(new Server(identity.nodeId(), config.bindAddr() + ":" + port, Suffrage.VOTER))),
+                    UUID.randomUUID().toString(), hasRaftState);
+        } else if (!hasRaftState.get() && config.bootstrapExpect() > 1) {
+            bootstrapper.start();
+        } else if (!hasRaftState.get()) {
+            LOG.info("no Raft state and bootstrap_expect is 0: waiting to be added to a cluster");
+        }
+    }
+
+    /** Bootstraps this server's first configuration and takes the cluster ID the bootstrapping servers derived. */
+    private void formCluster(ClusterConfiguration configuration, String clusterId, AtomicBoolean hasRaftState) {
+        // Order matters: the cluster ID is synced before the bootstrap entries (node ID, cluster ID, configuration:
+        // DESIGN.md's durability rules), the node bootstraps before the transport accepts the cluster's traffic (a
+        // leader's appends must not reach an empty core), and the cluster ID is set before the state shows in Hello.
+        node.bootstrap(configuration, CLUSTER_ID_KEY, clusterId.getBytes(StandardCharsets.UTF_8)).onSuccess(v -> {
+            transport.clusterId(clusterId);
+            hasRaftState.set(true);
+        }).onFailure(error -> LOG.error("bootstrap failed: {}", error.getMessage(), error));
+    }
+
+    /**
+     * Where a server's Raft service listens: from the configurations this node knows, else from membership (a server
+     * just added knows no configuration until the leader's first entries arrive, yet must answer that leader).
+     */
+    private SocketAddress addressOf(String nodeId) {
+        String address = node == null ? null : node.addressOf(nodeId);
+        if (address == null && membership != null) {
+            for (Member member : membership.members()) {
+                if (member.isServer() && nodeId.equals(member.tag(MemberTags.NODE_ID)) && config.datacenter().equals(member.tag(MemberTags.DATACENTER))
+                        && member.status() == MemberStatus.ALIVE) {
+                    address = member.tag(MemberTags.RAFT_ADDRESS);
+                    break;
+                }
+            }
+        }
+        return address == null ? null : GrpcRaftTransport.socketAddress(address);
+    }
+
+    // ---------------------------------------------------------------- 3. services, keepers and the HTTP API's adapters
+
+    /** A system entry applied or restored: the replicated settings and ACLs follow it (on the node's context). */
+    private void systemEntry(io.conclave.engine.raft.kv.KvEntry entry) {
+        autopilotService.systemEntry(entry);
+        if (aclStore != null) {
+            aclStore.systemEntry(entry);
+        }
+    }
+
+    private void startServices() {
+        ConclaveConfig.Acl acl = config.acl();
+        if (kv.available()) {
+            new KvHttpApi(vertx, config.datacenter(), kv).register(http);
+            new SessionHttpApi(vertx, config.datacenter(), kv, config.nodeName(), config.sessionTtlMin(), membership::members).register(http);
+            new TxnHttpApi(vertx, config.datacenter(), kv).register(http);
+            try {
+                new SnapshotHttpApi(vertx, new SnapshotService(vertx, kv, config.datacenter(), config.nodeName()), config.datacenter(),
+                        dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot prepare " + dataDir.resolve("tmp") + " for snapshots: " + e.getMessage(), e);
+            }
+        } else { // another state machine: what serves the key/value store says so (501), for every method
+            String why = new KvService.NotAvailableException(stateMachineName).getMessage();
+            for (HttpMethod method : List.of(HttpMethod.GET, HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE)) {
+                for (String path : List.of(KvHttpApi.PREFIX, SessionHttpApi.PREFIX, TxnHttpApi.PATH, SnapshotHttpApi.PATH)) {
+                    http.routePrefix(method, path, request -> HttpApi.error(request, 501, why));
+                }
+            }
+        }
+        if (aclStore != null) {
+            aclApi = new AclHttpApi(aclStore, kv::apply, config.nodeName());
+            aclApi.register(http);
+            LOG.info("ACLs enabled, default policy {}: requests need a token (X-Consul-Token, Authorization: Bearer or ?token=)",
+                    acl.defaultAllow() ? "allow" : "deny");
+        } else {
+            for (HttpMethod method : List.of(HttpMethod.GET, HttpMethod.PUT, HttpMethod.DELETE)) {
+                http.routePrefix(method, "/v1/acl/", request -> HttpApi.error(request, 401, "ACL support disabled"));
+            }
+        }
+        if (stateMachine instanceof KvStateMachine kvMachine) { // the key/value store's keepers, on the leader
+            tombstoneReaper = new TombstoneReaper(vertx, node, kv, config.tombstoneTtl());
+            tombstoneReaper.start();
+            sessionKeeper = new SessionKeeper(node, kv, membership::members);
+            kvMachine.onSessionChange(sessionKeeper);
+            membershipSubscription = membership.subscribe(sessionKeeper::membershipChanged);
+            sessionKeeper.start();
+        }
+        new AutopilotHttpApi(autopilotService).register(http);
+        operator = new NodeOperator(node, admission, autopilotService::settings);
+        new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT), this::nodeName).register(http);
+        metricsApi = new MetricsHttpApi(node::coreCounters, node.metrics(), blockedThreads, this::providerCounters);
+        metricsApi.register(http);
+    }
+
+    /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes. */
+    private Map<String, Long> providerCounters() {
+        Map<String, Long> counters = new LinkedHashMap<>(membership.counters());
+        if (aclApi != null) {
+            counters.put("acl.denied", aclApi.denied());
+            counters.put("acl.not_found", aclApi.notFound());
+        }
+        if (rpcTls.isPresent()) {
+            counters.put("tls.internal_rpc.handshake.refused", transport.refusedHandshakes());
+        }
+        counters.put("http.write.answered_before_visible", kv.raft().writesAnsweredBeforeVisible());
+        return counters;
+    }
+
+    /** The node name of the server {@code nodeId}, as membership knows it; the ID itself when it does not. */
+    private String nodeName(String nodeId) {
+        if (nodeId.equals(identity.nodeId())) {
+            return config.nodeName();
+        }
+        for (Member member : membership.members()) {
+            if (nodeId.equals(member.tag(MemberTags.NODE_ID))) {
+                return member.name();
+            }
+        }
+        return nodeId;
+    }
+
+    // ---------------------------------------------------------------- 4. autopilot
+
+    /**
+     * Starts autopilot when a provider is installed: it runs on every server and acts only while its server leads.
+     * Its promoter comes from the promoter SPI (the shipped stable one, or an override of higher priority).
+     */
+    private void startAutopilot() {
+        Optional<ProviderInfo> chosen = registry.active(Spi.AUTOPILOT);
+        if (chosen.isEmpty()) {
+            LOG.info("no autopilot provider: the Raft configuration changes only by operators (remove-peer) and leaves");
+            return;
+        }
+        AutopilotProvider provider = (AutopilotProvider) chosen.get().provider();
+        PromoterProvider promoterProvider = registry.active(Spi.PROMOTER).map(info -> (PromoterProvider) info.provider())
+                .orElseThrow(() -> new PluginException("autopilot " + provider.name()
+                        + " needs a promoter provider (plugins.promoter); none is installed"));
+        SimplePluginContext promoterContext = withOperator(contextFor(promoterProvider.name()));
+        SimplePluginContext autopilotContext = withOperator(contextFor(provider.name()));
+        autopilot = await(onContext(autopilotContext.context(),
+                () -> provider.create(autopilotContext, membership, promoterProvider.create(promoterContext))));
+        engaged.add(Spi.PROMOTER);
+        engaged.add(Spi.AUTOPILOT);
+        await(autopilot.start());
+        if (membership.announcesLeave() && membership.keyring().isEmpty()) {
+            LOG.warn("gossip is not encrypted (no encrypt key): joins and leave intents are not authenticated, so any host that"
+                    + " reaches the gossip and server ports can join this cluster or announce a server's leave. Autopilot never"
+                    + " takes the voters below min_quorum by removals, but set encrypt (conclave keygen) outside a trusted network");
+        }
+    }
+
+    private SimplePluginContext withOperator(SimplePluginContext context) {
+        return new SimplePluginContext(context.vertx(), context.context(), context.configuration(), context.node(),
+                context.dataDirectory(), Optional.of(operator));
+    }
+
+    // ---------------------------------------------------------------- 5. the agent's endpoints and the listeners
+
+    private Future<Integer> startHttp() {
+        JsonObject selfConfig = new JsonObject()
+                .put("Datacenter", config.datacenter())
+                .put("NodeName", config.nodeName())
+                .put("NodeID", identity.nodeId())
+                .put("Server", true)
+                .put("Version", identity.version())
+                .put("BootstrapExpect", config.bootstrapExpect())
+                .put("DevMode", config.dev())
+                .put("SessionTTLMin", config.sessionTtlMin().toNanos());
+        agentApi = new AgentHttpApi(kv.raft(), new AgentHttpApi.Self(selfConfig, config.nodeMeta(), this::activePlugins, removalPolicy.name()),
+                membership::local, node::coreCounters, node::isStateless, this::plugins, leave::leave);
+        agentApi.register(http);
+        new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
+        Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
+        if (config.ports().https() < 0) {
+            return plain;
+        }
+        VertxTls httpsTls = tls.load(config.tls().https(), "tls.https", false).orElseThrow();
+        return plain.compose(port -> http.listenHttps(config.clientAddr(), config.ports().https(), httpsTls).map(https -> {
+            httpsPort = https;
+            LOG.info("HTTPS on {}:{} ({})", config.clientAddr(), https, config.tls().https().verifyIncoming()
+                    ? "clients must present a certificate the CA signed" : "any client: verify_incoming is off");
+            return port;
+        }));
+    }
+
+    /** The active provider of every SPI the engine called ({@code /v1/agent/self}'s {@code Plugins}). */
+    private JsonObject activePlugins() {
+        JsonObject plugins = new JsonObject();
+        for (Spi spi : Spi.values()) {
+            plugins.put(spi.key(), engaged.contains(spi) ? registry.active(spi).map(ProviderInfo::name).orElse(null) : null);
+        }
+        return plugins;
+    }
+
+    /** {@code /v1/agent/plugins}: every provider found. */
+    JsonArray plugins() {
+        JsonArray array = new JsonArray();
+        for (ProviderInfo info : registry.all()) {
+            array.add(new JsonObject()
+                    .put("SPI", info.spi().key())
+                    .put("Name", info.name())
+                    .put("Priority", info.priority())
+                    .put("Module", info.module())
+                    .put("Version", info.version())
+                    .put("Origin", info.origin())
+                    .put("Active", registry.isActive(info) && engaged.contains(info.spi()))
+                    .put("Description", info.provider().description()));
+        }
+        return array;
+    }
+
+    private String activeNames() {
+        StringBuilder text = new StringBuilder();
+        for (Spi spi : Spi.values()) {
+            registry.active(spi).filter(info -> engaged.contains(spi)).ifPresent(info -> text.append(text.length() == 0 ? "" : ", ")
+                    .append(spi.key()).append('=').append(info.name()));
+        }
+        return text.toString();
+    }
+
+    // ---------------------------------------------------------------- what the agent reads
+
+    int httpPort() {
+        return httpPort;
+    }
+
+    int httpsPort() {
+        return httpsPort;
+    }
+
+    HttpApi http() {
+        return http;
+    }
+
+    LeaveCoordinator leave() {
+        return leave;
+    }
+
+    int blockingQueries() {
+        return kv == null ? 0 : kv.watches().waiting();
+    }
+
+    /** {@code /v1/agent/self}, as answered now without the core's counters. */
+    JsonObject self() {
+        return agentApi.self(Map.of());
+    }
+
+    // ---------------------------------------------------------------- the way down
+
+    /**
+     * Takes everything down in the reverse order of {@link #assemble}: listeners, keepers, autopilot, the node, the
+     * transport, membership, storage. What was never built is skipped.
+     */
+    void close() {
+        await(http.close());
+        if (tombstoneReaper != null) {
+            tombstoneReaper.stop();
+        }
+        if (membershipSubscription != null) {
+            try {
+                membershipSubscription.close();
+            } catch (Exception e) {
+                LOG.debug("closing the sessions' membership subscription: {}", e.getMessage());
+            }
+        }
+        if (sessionKeeper != null) {
+            sessionKeeper.close();
+        }
+        if (kv != null) {
+            kv.watches().close();
+        }
+        if (metricsApi != null) {
+            metricsApi.close();
+        }
+        if (bootstrapper != null) {
+            bootstrapper.stop();
+        }
+        if (autopilot != null) {
+            await(autopilot.stop());
+        }
+        if (node != null) {
+            await(node.stop());
+        }
+        if (clusterRpc != null) {
+            await(clusterRpc.close());
+        }
+        if (transport != null) {
+            await(transport.close());
+        }
+        if (membership != null) {
+            await(membership.stop());
+        }
+        if (storage != null) {
+            await(vertx.executeBlocking(() -> {
+                storage.close();
+                return null;
+            }));
+        }
+    }
+
+    private static <T> Future<T> onContext(Context context, java.util.function.Supplier<T> make) {
+        return Future.future(promise -> context.runOnContext(ignored -> {
+            try {
+                promise.complete(make.get());
+            } catch (RuntimeException e) {
+                promise.fail(e);
+            }
+        }));
+    }
+
+    static <T> T await(Future<T> future) {
+        try {
+            return future.toCompletionStage().toCompletableFuture().get(STEP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            throw new IllegalStateException(cause.getMessage(), cause);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("no answer within " + STEP_TIMEOUT_SECONDS + " s", e);
+        }
+    }
+}
