@@ -14,5 +14,6 @@ module io.conclave.api {
     exports io.conclave.api.storage;
     exports io.conclave.api.policy;
     exports io.conclave.api.autopilot;
+    exports io.conclave.api.operator;
     exports io.conclave.api.statemachine;
 }

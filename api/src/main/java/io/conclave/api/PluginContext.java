@@ -1,6 +1,6 @@
 package io.conclave.api;
 
-import io.conclave.api.autopilot.RaftOperator;
+import io.conclave.api.operator.RaftOperator;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;

@@ -1,5 +1,7 @@
 package io.conclave.cli;
 
+import io.conclave.engine.raft.tls.ClientTls;
+import io.conclave.engine.raft.tls.TlsException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
@@ -92,9 +94,9 @@ abstract class HttpCommand {
             throw new IOException("-client-cert and -client-key go together");
         }
         try {
-            builder.sslContext(io.conclave.engine.raft.tls.ClientTls.context(java.util.Optional.ofNullable(ca),
+            builder.sslContext(ClientTls.context(java.util.Optional.ofNullable(ca),
                     java.util.Optional.ofNullable(cert), java.util.Optional.ofNullable(key)));
-        } catch (io.conclave.engine.raft.tls.TlsException e) {
+        } catch (TlsException e) {
             throw new IOException(e.getMessage(), e);
         }
         return builder.build();

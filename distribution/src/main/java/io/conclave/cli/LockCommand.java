@@ -1,5 +1,6 @@
 package io.conclave.cli;
 
+import io.conclave.engine.raft.config.Durations;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
@@ -57,7 +58,7 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
         }
         Duration giveUpAfter;
         try {
-            giveUpAfter = io.conclave.engine.raft.config.Durations.parse(timeout);
+            giveUpAfter = Durations.parse(timeout);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "-timeout: " + e.getMessage());
         }

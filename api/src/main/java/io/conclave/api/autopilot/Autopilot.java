@@ -1,5 +1,6 @@
 package io.conclave.api.autopilot;
 
+import io.conclave.api.operator.RaftOperator;
 import io.vertx.core.Future;
 
 /**

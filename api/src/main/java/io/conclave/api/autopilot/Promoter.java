@@ -1,5 +1,6 @@
 package io.conclave.api.autopilot;
 
+import io.conclave.api.raft.Suffrage;
 import io.conclave.api.raft.ClusterConfiguration;
 import java.time.Duration;
 import java.util.List;
@@ -14,7 +15,7 @@ import java.util.Map;
 public interface Promoter {
 
     /** A change of suffrage to make. */
-    record Change(String id, io.conclave.api.raft.Suffrage suffrage) {
+    record Change(String id, Suffrage suffrage) {
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.conclave.api.storage;
 
+import io.conclave.api.raft.ClusterConfiguration;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.List;
@@ -21,7 +22,7 @@ import java.util.List;
 public interface SnapshotStore {
 
     /** Starts a snapshot; the size and checksum of the metadata given are ignored and computed. */
-    Writer create(long lastIndex, long lastTerm, io.conclave.api.raft.ClusterConfiguration configuration,
+    Writer create(long lastIndex, long lastTerm, ClusterConfiguration configuration,
                   long configurationIndex);
 
     /** The committed snapshots, newest (highest last index) first. */

@@ -1,11 +1,14 @@
 package io.conclave.plugin.autopilot;
 
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.raft.ClusterConfiguration;
+import io.conclave.api.raft.Server;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.autopilot.Autopilot;
 import io.conclave.api.autopilot.AutopilotState;
 import io.conclave.api.autopilot.Promoter;
-import io.conclave.api.autopilot.RaftEvent;
-import io.conclave.api.autopilot.RaftOperator;
+import io.conclave.api.operator.RaftEvent;
+import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.autopilot.ServerHealth;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberTags;
@@ -68,7 +71,7 @@ final class ConclaveAutopilot implements Autopilot {
     private final Map<String, Integer> addFailures = new HashMap<>();
     private List<String> lastHeldBack = List.of();
     /** The configuration autopilot last looked at (committed, or the latest in a round): removals show against it. */
-    private io.conclave.api.raft.ClusterConfiguration lastSeen;
+    private ClusterConfiguration lastSeen;
     private volatile AutopilotState state;
     private AutoCloseable membershipSubscription;
     private AutoCloseable raftSubscription;
@@ -158,17 +161,17 @@ final class ConclaveAutopilot implements Autopilot {
      * with the latest one, which the round plans on: the round may see an operator's removal before its commit event reaches this context, and must
      * not add the server back at once (it would then never learn of its removal, nor apply its removal policy).
      */
-    private void holdBackRemovedWhileAlive(io.conclave.api.raft.ClusterConfiguration committed) {
-        io.conclave.api.raft.ClusterConfiguration previous = lastSeen;
+    private void holdBackRemovedWhileAlive(ClusterConfiguration committed) {
+        ClusterConfiguration previous = lastSeen;
         lastSeen = committed;
         if (previous == null) {
             return;
         }
         Map<String, Member> byId = Planner.serversById(membership.members(), node.datacenter());
-        for (io.conclave.api.raft.Server server : previous.servers()) {
+        for (Server server : previous.servers()) {
             Member member = byId.get(server.id());
             if (!committed.contains(server.id()) && !server.id().equals(node.nodeId()) && member != null
-                    && member.status() == io.conclave.api.membership.MemberStatus.ALIVE) {
+                    && member.status() == MemberStatus.ALIVE) {
                 deferredUntil.put(server.id(), clock.getAsLong() + REMOVED_HOLD_MILLIS);
                 if (operator.isLeader()) {
                     LOG.info("autopilot: {} was removed while alive; it is added back in {} s if it is still alive and its Raft runs",

@@ -1,10 +1,10 @@
 package io.conclave.plugin.autopilot;
 
-import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.AutopilotState;
 import io.conclave.api.autopilot.Promoter;
 import io.conclave.api.autopilot.ServerHealth;
-import io.conclave.api.autopilot.ServerStats;
+import io.conclave.api.operator.ServerStats;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.api.NodeIdentity;
-import io.conclave.api.autopilot.AutopilotSettings;
-import io.conclave.api.autopilot.RaftEvent;
-import io.conclave.api.autopilot.RaftOperator;
-import io.conclave.api.autopilot.ServerStats;
+import io.conclave.api.operator.AutopilotSettings;
+import io.conclave.api.operator.RaftEvent;
+import io.conclave.api.operator.RaftOperator;
+import io.conclave.api.operator.ServerStats;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;

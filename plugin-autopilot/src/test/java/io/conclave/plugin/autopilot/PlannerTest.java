@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.AutopilotState;
 import io.conclave.api.autopilot.ServerHealth;
-import io.conclave.api.autopilot.ServerStats;
+import io.conclave.api.operator.ServerStats;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;

@@ -1,5 +1,6 @@
 package io.conclave.plugin.gossip;
 
+import io.conclave.api.membership.MemberTags;
 import io.conclave.api.PluginContext;
 import io.conclave.api.membership.Keyring;
 import io.conclave.api.membership.Member;
@@ -155,7 +156,7 @@ final class GossipMembership implements Membership, Keyring {
         if (!bind.equals("0.0.0.0") && !bind.equals("::")) {
             return bind;
         }
-        String raft = settings.localTags().get(io.conclave.api.membership.MemberTags.RAFT_ADDRESS);
+        String raft = settings.localTags().get(MemberTags.RAFT_ADDRESS);
         return raft != null && Addresses.isHostPort(raft) ? Addresses.host(raft) : "127.0.0.1";
     }
 

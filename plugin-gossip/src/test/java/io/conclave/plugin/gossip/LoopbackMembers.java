@@ -2,7 +2,7 @@ package io.conclave.plugin.gossip;
 
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.PluginContext;
-import io.conclave.api.autopilot.RaftOperator;
+import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.membership.GossipSettings;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;

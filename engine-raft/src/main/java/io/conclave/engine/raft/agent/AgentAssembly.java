@@ -1,10 +1,11 @@
 package io.conclave.engine.raft.agent;
 
+import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.api.ConclaveVersion;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.autopilot.Autopilot;
 import io.conclave.api.autopilot.AutopilotProvider;
-import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.PromoterProvider;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
@@ -348,7 +349,7 @@ final class AgentAssembly {
     // ---------------------------------------------------------------- 3. services, keepers and the HTTP API's adapters
 
     /** A system entry applied or restored: the replicated settings and ACLs follow it (on the node's context). */
-    private void systemEntry(io.conclave.engine.raft.kv.KvEntry entry) {
+    private void systemEntry(KvEntry entry) {
         autopilotService.systemEntry(entry);
         if (aclStore != null) {
             aclStore.systemEntry(entry);

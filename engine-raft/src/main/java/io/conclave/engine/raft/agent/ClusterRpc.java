@@ -1,5 +1,10 @@
 package io.conclave.engine.raft.agent;
 
+import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.service.OperatorForwarder;
+import io.conclave.engine.raft.tls.VertxTls;
+import io.conclave.engine.raft.transport.proto.AdmitRequest;
+import io.conclave.engine.raft.transport.proto.AdmitResponse;
 import com.google.protobuf.ByteString;
 import io.conclave.engine.raft.service.AutopilotService;
 import io.conclave.engine.raft.service.LeaderForwarder;
@@ -33,7 +38,7 @@ import java.util.concurrent.TimeUnit;
  * The {@code Cluster} gRPC service between servers (the bootstrap Hello, forwarded writes, forwarded
  * ReadIndex), and the client side that forwards to the leader. Every forwarded call carries the cluster ID.
  */
-final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.service.OperatorForwarder {
+final class ClusterRpc implements LeaderForwarder, OperatorForwarder {
 
     private final Bootstrapper bootstrapper;
     private final GrpcRaftTransport transport;
@@ -48,7 +53,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.servi
      * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
      */
     ClusterRpc(io.vertx.core.Vertx vertx, Bootstrapper bootstrapper, GrpcRaftTransport transport, java.time.Duration callTimeout,
-               java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls) {
+               java.util.Optional<VertxTls> tls) {
         this.bootstrapper = bootstrapper;
         this.transport = transport;
         GrpcClientOptions options = new GrpcClientOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES)
@@ -87,16 +92,16 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.servi
             }
 
             @Override
-            protected void admit(io.conclave.engine.raft.transport.proto.AdmitRequest request,
-                                 Completable<io.conclave.engine.raft.transport.proto.AdmitResponse> response) {
+            protected void admit(AdmitRequest request,
+                                 Completable<AdmitResponse> response) {
                 Admission handler = admission;
                 if (handler == null) {
-                    answer(response, io.conclave.engine.raft.transport.proto.AdmitResponse.newBuilder().setOk(false)
+                    answer(response, AdmitResponse.newBuilder().setOk(false)
                             .setMessage("this server is still starting").build());
                     return;
                 }
                 handler.answer(request).onComplete((answer, error) -> answer(response, error == null ? answer
-                        : io.conclave.engine.raft.transport.proto.AdmitResponse.newBuilder().setOk(false)
+                        : AdmitResponse.newBuilder().setOk(false)
                                 .setMessage(String.valueOf(error.getMessage())).build()));
             }
 
@@ -131,7 +136,7 @@ final class ClusterRpc implements LeaderForwarder, io.conclave.engine.raft.servi
                     answer(response, RemoveServerResponse.newBuilder().setOk(false).setMessage("not a server of this cluster").build());
                     return;
                 }
-                current.changeConfiguration(io.conclave.engine.raft.core.ConfigChange.remove(request.getServerId()))
+                current.changeConfiguration(ConfigChange.remove(request.getServerId()))
                         .onComplete((ignored, error) -> answer(response, error == null
                                 ? RemoveServerResponse.newBuilder().setOk(true).build()
                                 : RemoveServerResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));

@@ -1,9 +1,10 @@
 package io.conclave.engine.raft.agent;
 
-import io.conclave.api.autopilot.AutopilotSettings;
-import io.conclave.api.autopilot.RaftEvent;
-import io.conclave.api.autopilot.RaftOperator;
-import io.conclave.api.autopilot.ServerStats;
+import io.conclave.engine.raft.core.RaftCore;
+import io.conclave.api.operator.AutopilotSettings;
+import io.conclave.api.operator.RaftEvent;
+import io.conclave.api.operator.RaftOperator;
+import io.conclave.api.operator.ServerStats;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.engine.raft.core.ConfigChange;
@@ -94,7 +95,7 @@ final class NodeOperator implements RaftOperator {
     }
 
     /**
-     * A follower's statistics from {@link io.conclave.engine.raft.core.RaftCore#followerState}. Its last index is what
+     * A follower's statistics from {@link RaftCore#followerState}. Its last index is what
      * both sides agree it holds: the leader's belief (match), unless the follower's latest answer said it holds less.
      * A follower restarted with less than it had acknowledged (issue 35) then shows behind, as it is, not healthy at the
      * leader's belief while the leader catches it up.

@@ -2,7 +2,7 @@ package io.conclave.engine.raft.agent;
 
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.PluginContext;
-import io.conclave.api.autopilot.RaftOperator;
+import io.conclave.api.operator.RaftOperator;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;

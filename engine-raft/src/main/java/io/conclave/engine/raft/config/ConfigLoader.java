@@ -1,5 +1,8 @@
 package io.conclave.engine.raft.config;
 
+import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.api.membership.GossipSettings;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
@@ -441,11 +444,11 @@ public final class ConfigLoader {
         long trailingLogs = json.integer("trailing_logs", DEFAULT_TRAILING_LOGS, 0, 100_000_000);
         Duration snapshotInterval = json.duration("snapshot_interval", DEFAULT_SNAPSHOT_INTERVAL, Duration.ZERO, Duration.ofHours(1));
         long snapshotThresholdBytes = json.integer("snapshot_threshold_bytes",
-                io.conclave.engine.raft.runtime.RaftNode.Options.DEFAULT_SNAPSHOT_THRESHOLD_BYTES, 1L << 20, 1L << 40);
+                RaftNode.Options.DEFAULT_SNAPSHOT_THRESHOLD_BYTES, 1L << 20, 1L << 40);
         long trailingLogsBytes = json.integer("trailing_logs_bytes",
-                io.conclave.engine.raft.runtime.RaftNode.Options.DEFAULT_TRAILING_LOGS_BYTES, 0, 1L << 40);
+                RaftNode.Options.DEFAULT_TRAILING_LOGS_BYTES, 0, 1L << 40);
         long maxUncommittedBytes = json.integer("max_uncommitted_bytes",
-                io.conclave.engine.raft.core.RaftConfig.DEFAULT_MAX_UNCOMMITTED_BYTES, 1L << 20, 1L << 40);
+                RaftConfig.DEFAULT_MAX_UNCOMMITTED_BYTES, 1L << 20, 1L << 40);
         boolean fastFailover = json.bool("fast_failover", true);
         json.finish();
         if (electionMax.compareTo(electionMin) <= 0) {
@@ -480,7 +483,7 @@ public final class ConfigLoader {
         Duration headerTimeout = json.duration("http_header_timeout", DEFAULT_HTTP_HEADER_TIMEOUT, Duration.ofMillis(100),
                 Duration.ofHours(1));
         long bodyBytes = json.integer("http_max_body_bytes_in_flight", DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
-                io.conclave.engine.raft.Limits.MAX_VALUE_BYTES, 1L << 40);
+                Limits.MAX_VALUE_BYTES, 1L << 40);
         long snapshotBytes = json.integer("http_max_snapshot_bytes", 0, 0, 1L << 40);
         if (snapshotBytes > 0 && snapshotBytes < 1024) {
             throw new ConfigException("limits.http_max_snapshot_bytes", "value " + snapshotBytes + " is below 1024 (allowed: 0 for a quarter of the heap, or 1024 to 1099511627776)");

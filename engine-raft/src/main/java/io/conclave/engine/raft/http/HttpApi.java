@@ -1,5 +1,8 @@
 package io.conclave.engine.raft.http;
 
+import io.conclave.engine.raft.RateLimitedLog;
+import io.conclave.engine.raft.acl.Authorizer;
+import io.conclave.engine.raft.tls.VertxTls;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.Future;
@@ -204,7 +207,7 @@ public final class HttpApi {
     }
 
     private volatile Gate gate;
-    private final java.util.Map<HttpServerRequest, io.conclave.engine.raft.acl.Authorizer> authorizers =
+    private final java.util.Map<HttpServerRequest, Authorizer> authorizers =
             java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
     public HttpApi gate(Gate requests) {
@@ -213,12 +216,12 @@ public final class HttpApi {
     }
 
     /** What the gate found a request's token may do; empty without ACLs (everything). */
-    public java.util.Optional<io.conclave.engine.raft.acl.Authorizer> authorizer(HttpServerRequest request) {
+    public java.util.Optional<Authorizer> authorizer(HttpServerRequest request) {
         return java.util.Optional.ofNullable(authorizers.get(request));
     }
 
     /** The gate's: {@code authorizer} is what {@code request}'s token may do. */
-    public void authorized(HttpServerRequest request, io.conclave.engine.raft.acl.Authorizer authorizer) {
+    public void authorized(HttpServerRequest request, Authorizer authorizer) {
         authorizers.put(request, authorizer);
     }
 
@@ -290,7 +293,7 @@ public final class HttpApi {
      * Also serves on {@code port} over TLS ({@code ports.https}), with the same routes, limits and deadlines; call
      * after {@link #listen}. The future gives the bound port.
      */
-    public Future<Integer> listenHttps(String host, int port, io.conclave.engine.raft.tls.VertxTls tls) {
+    public Future<Integer> listenHttps(String host, int port, VertxTls tls) {
         HttpServerOptions options = new HttpServerOptions().setHost(host).setPort(port)
                 .setMaxInitialLineLength(8192).setMaxHeaderSize(16384).setHttp2ClearTextEnabled(false);
         httpsServer = vertx.createHttpServer(tls.server(options, false));
@@ -306,8 +309,8 @@ public final class HttpApi {
 
     private HttpServer httpsServer;
     /** Refused HTTPS handshakes are logged at most every second. */
-    private final io.conclave.engine.raft.RateLimitedLog handshakeLog =
-            new io.conclave.engine.raft.RateLimitedLog(1_000);
+    private final RateLimitedLog handshakeLog =
+            new RateLimitedLog(1_000);
 
     public Future<Void> close() {
         if (httpsServer != null) {

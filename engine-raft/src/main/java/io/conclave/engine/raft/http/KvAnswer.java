@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.http;
 
+import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.kv.KvView;
 import io.vertx.core.Context;
@@ -67,7 +68,7 @@ final class KvAnswer {
      * left out, not that some were).
      */
     static void send(Context context, HttpServerRequest request, KvView view, String key, java.util.Map<String, String> meta,
-                     io.conclave.engine.raft.acl.Authorizer authorizer) {
+                     Authorizer authorizer) {
         context.runOnContext(v -> {
             meta.forEach(request.response()::putHeader);
             answer(context, request, view, key, authorizer);
@@ -80,7 +81,7 @@ final class KvAnswer {
      * with the first chunk of the answer, or alone for a 404.
      */
     private static void answer(Context context, HttpServerRequest request, KvView view, String key,
-                               io.conclave.engine.raft.acl.Authorizer authorizer) {
+                               Authorizer authorizer) {
         boolean keys = request.params().contains("keys");
         boolean prefix = keys || request.params().contains("recurse");
         Collection<KvEntry> matching;
@@ -123,7 +124,7 @@ final class KvAnswer {
     }
 
     /** The entries of {@code entries} the token may read, lazily (the walk stays on the encoding worker). */
-    private static Iterator<KvEntry> readable(Iterator<KvEntry> entries, io.conclave.engine.raft.acl.Authorizer authorizer) {
+    private static Iterator<KvEntry> readable(Iterator<KvEntry> entries, Authorizer authorizer) {
         return new Iterator<>() {
             private KvEntry next = advance();
 

@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.http;
 
+import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.api.membership.Keyring;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.Membership;
@@ -56,7 +57,7 @@ public final class MembershipHttpApi {
     public void register(HttpApi http) {
         this.http = http;
         http.route(HttpMethod.GET, "/v1/agent/members", request -> {
-            java.util.Optional<io.conclave.engine.raft.acl.Authorizer> acl = http.authorizer(request);
+            java.util.Optional<Authorizer> acl = http.authorizer(request);
             JsonArray all = members();
             if (acl.isEmpty()) {
                 HttpApi.json(request, 200, all);

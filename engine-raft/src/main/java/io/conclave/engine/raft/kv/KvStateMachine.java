@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.kv;
 
+import io.conclave.engine.raft.Limits;
 import io.conclave.api.statemachine.StateMachine;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -801,7 +802,7 @@ public final class KvStateMachine implements StateMachine {
             data.readLong(); // create index
             data.readLong(); // modify index
             int length = data.readInt();
-            if (length < 0 || length > io.conclave.engine.raft.Limits.MAX_ENTRY_BYTES) {
+            if (length < 0 || length > Limits.MAX_ENTRY_BYTES) {
                 throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
             }
             data.skipNBytes(length);
@@ -962,7 +963,7 @@ public final class KvStateMachine implements StateMachine {
             long createIndex = data.readLong();
             long modifyIndex = data.readLong();
             int length = data.readInt();
-            if (length < 0 || length > io.conclave.engine.raft.Limits.MAX_ENTRY_BYTES) {
+            if (length < 0 || length > Limits.MAX_ENTRY_BYTES) {
                 throw new IOException("damaged key/value snapshot: a value of " + length + " bytes");
             }
             byte[] value = new byte[length];

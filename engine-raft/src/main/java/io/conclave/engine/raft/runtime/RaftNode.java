@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.runtime;
 
+import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.core.RaftMetrics;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.statemachine.StateMachine;
 import io.conclave.api.storage.LogEntry;
@@ -555,7 +557,7 @@ public final class RaftNode {
      * Proposes a membership change; completes once it is committed and applied. Fails with
      * {@link RefusedException} when refused (not the leader, a change already in progress, or invalid).
      */
-    public Future<Void> changeConfiguration(io.conclave.engine.raft.core.ConfigChange change) {
+    public Future<Void> changeConfiguration(ConfigChange change) {
         Promise<Applied> promise = Promise.promise();
         context.runOnContext(v -> {
             if (stopped) {
@@ -725,7 +727,7 @@ public final class RaftNode {
     public Future<Map<String, Long>> coreCounters() {
         return onCore(core -> {
             Map<String, Long> counters = new java.util.TreeMap<>();
-            io.conclave.engine.raft.core.RaftMetrics raft = core.metrics();
+            RaftMetrics raft = core.metrics();
             counters.put("raft.prevote.started", raft.preVotesStarted());
             counters.put("raft.election.started", raft.electionsStarted());
             counters.put("raft.election.won", raft.electionsWon());

@@ -1,7 +1,8 @@
 package io.conclave.engine.raft.service;
 
+import io.conclave.engine.raft.kv.SystemKeys;
 import io.conclave.api.autopilot.Autopilot;
-import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.AutopilotState;
 import io.conclave.engine.raft.config.Durations;
 import io.conclave.engine.raft.kv.KvCommand;
@@ -26,7 +27,7 @@ import java.util.function.Supplier;
 public final class AutopilotService {
 
     /** The system entry holding the settings an operator set. */
-    public static final String SETTINGS_KEY = io.conclave.engine.raft.kv.SystemKeys.AUTOPILOT_SETTINGS;
+    public static final String SETTINGS_KEY = SystemKeys.AUTOPILOT_SETTINGS;
     private static final int MAX_BODY_BYTES = 64 * 1024;
 
     private volatile KvService kv;

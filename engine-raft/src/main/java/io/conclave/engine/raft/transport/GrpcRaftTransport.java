@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.transport;
 
+import io.conclave.engine.raft.core.MessageType;
+import io.conclave.engine.raft.tls.VertxTls;
 import io.conclave.engine.raft.Limits;
 import io.conclave.engine.raft.RateLimitedLog;
 import com.google.protobuf.ByteString;
@@ -76,7 +78,7 @@ public final class GrpcRaftTransport {
     private HttpServer server;
     /** Probes whether a peer's process is gone ({@link #probe}); a short connect timeout: a live host answers at once. */
     private final NetClient probeClient;
-    private final java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls;
+    private final java.util.Optional<VertxTls> tls;
     /** Refused TLS handshakes are logged at most every second. */
     private final RateLimitedLog handshakeLog = new RateLimitedLog(1_000);
     private final AtomicLong refusedHandshakes = new AtomicLong();
@@ -95,7 +97,7 @@ public final class GrpcRaftTransport {
      *            it every connection this transport opens is TLS too, presenting this server's certificate
      */
     public GrpcRaftTransport(Vertx vertx, String clusterId, Function<String, SocketAddress> addressOf,
-                             java.util.Optional<io.conclave.engine.raft.tls.VertxTls> tls) {
+                             java.util.Optional<VertxTls> tls) {
         this.vertx = vertx;
         this.clusterId = clusterId;
         this.addressOf = addressOf;
@@ -399,7 +401,7 @@ public final class GrpcRaftTransport {
                 malformed("malformed snapshot message: " + e.getMessage());
                 return false;
             }
-            if (decoded.type() != io.conclave.engine.raft.core.MessageType.INSTALL_SNAPSHOT || decoded.snapshot() == null) {
+            if (decoded.type() != MessageType.INSTALL_SNAPSHOT || decoded.snapshot() == null) {
                 malformed("a snapshot call must carry an INSTALL_SNAPSHOT message with its metadata");
                 return false;
             }

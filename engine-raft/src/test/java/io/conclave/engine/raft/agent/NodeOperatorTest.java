@@ -2,7 +2,7 @@ package io.conclave.engine.raft.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.conclave.api.autopilot.ServerStats;
+import io.conclave.api.operator.ServerStats;
 import org.junit.jupiter.api.Test;
 
 /** What autopilot is told of a follower. */

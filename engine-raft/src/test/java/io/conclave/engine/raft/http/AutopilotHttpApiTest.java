@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.api.autopilot.AutopilotSettings;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.AutopilotState;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.engine.raft.testing.Await;

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.PluginContext;
 import io.conclave.api.autopilot.Promoter.Change;
-import io.conclave.api.autopilot.RaftOperator;
+import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.autopilot.ServerHealth;
 import io.conclave.api.membership.MemberTags;
 import io.conclave.api.policy.RemovalAction;

@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * session meanwhile and wakes up finds its write refused and steps down, instead of overwriting its successor —
  * even before the successor wrote anything.
  *
- * <p>Run: {@code java -cp conclave-example-leader-election-0.1.0-SNAPSHOT.jar io.conclave.example.leader.LeaderElection HOST:PORT NAME} (three of them against a cluster);
+ * <p>Run: {@code java -cp conclave-example-leader-election-0.1.0-SNAPSHOT.jar LeaderElection HOST:PORT NAME} (three of them against a cluster);
  * each prints {@code LEADER}, {@code FENCED} and {@code FOLLOWER} lines with the time in milliseconds.
  */
 public final class LeaderElection {

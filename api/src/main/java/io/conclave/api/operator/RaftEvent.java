@@ -1,4 +1,4 @@
-package io.conclave.api.autopilot;
+package io.conclave.api.operator;
 
 import io.conclave.api.raft.ClusterConfiguration;
 

@@ -1,4 +1,4 @@
-package io.conclave.api.autopilot;
+package io.conclave.api.operator;
 
 import java.time.Duration;
 import java.util.Objects;

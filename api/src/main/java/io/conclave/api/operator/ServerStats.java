@@ -1,4 +1,4 @@
-package io.conclave.api.autopilot;
+package io.conclave.api.operator;
 
 /**
  * What the leader knows of one server's replication.
