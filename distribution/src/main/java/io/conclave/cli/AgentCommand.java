@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code conclave agent}: runs a server until SIGTERM or SIGINT. */
-@Command(name = "agent", description = "Runs a Conclave server.")
+@Command(name = "agent", description = "Runs a Conclave server.",
+        footer = {"  conclave agent -dev", "  conclave agent -config-file conf/server.json", "  conclave agent -config-dir /etc/conclave.d"})
 final class AgentCommand implements Callable<Integer> {
 
     @Option(names = "-dev", description = "A development server: one server, temporary storage, default ports.")

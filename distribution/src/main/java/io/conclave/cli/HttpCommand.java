@@ -16,11 +16,13 @@ abstract class HttpCommand {
     static final Duration TIMEOUT = Duration.ofSeconds(10);
 
     @Option(names = "-http-addr", paramLabel = "ADDR",
-            description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR, else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500).")
+            description = "The agent's HTTP API: host:port, http://host:port or https://host:port. Default: $CONCLAVE_HTTP_ADDR,"
+                    + " else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500; without a scheme, HTTPS when $CONCLAVE_HTTP_SSL or"
+                    + " $CONSUL_HTTP_SSL is true or a CA file is given, else HTTP.")
     String httpAddress;
 
     @Option(names = "-token", paramLabel = "SECRET",
-            description = "The ACL token's secret (default: $CONCLAVE_HTTP_TOKEN, else $CONSUL_HTTP_TOKEN).")
+            description = "The ACL token's secret. Default: $CONCLAVE_HTTP_TOKEN, else $CONSUL_HTTP_TOKEN, else none.")
     String token;
 
     /** {@code request} with the ACL token, when one is given ({@code -token}, else the variables). */
@@ -38,15 +40,17 @@ abstract class HttpCommand {
     }
 
     @Option(names = "-ca-file", paramLabel = "FILE",
-            description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against (default: $CONCLAVE_CACERT, else $CONSUL_CACERT).")
+            description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against. Default:"
+                    + " $CONCLAVE_CACERT, else $CONSUL_CACERT, else the JDK's trusted CAs.")
     java.nio.file.Path caFile;
 
     @Option(names = "-client-cert", paramLabel = "FILE",
-            description = "A client certificate (PEM) for an agent with verify_incoming (default: $CONCLAVE_CLIENT_CERT, else $CONSUL_CLIENT_CERT).")
+            description = "A client certificate (PEM) for an agent with verify_incoming. Default:"
+                    + " $CONCLAVE_CLIENT_CERT, else $CONSUL_CLIENT_CERT, else none.")
     java.nio.file.Path clientCert;
 
     @Option(names = "-client-key", paramLabel = "FILE",
-            description = "The client certificate's key (default: $CONCLAVE_CLIENT_KEY, else $CONSUL_CLIENT_KEY).")
+            description = "The client certificate's key. Default: $CONCLAVE_CLIENT_KEY, else $CONSUL_CLIENT_KEY, else none.")
     java.nio.file.Path clientKey;
 
     /** An option, else the first of {@code variables} that is set. */

@@ -23,7 +23,8 @@ import picocli.CommandLine.Parameters;
  * runs, and stops it (SIGTERM, then SIGKILL after 5 s) as soon as the lock is lost. Releases everything at the end.
  * Exit code: the child's; 1 when the lock was lost or could not be taken; 2 for bad usage.
  */
-@Command(name = "lock", description = "Runs a command while holding a lock (or one of -n places of a semaphore) under PREFIX.")
+@Command(name = "lock", description = "Runs a command while holding a lock (or one of -n places of a semaphore) under PREFIX.",
+        footer = {"  conclave lock service/cron ./run-nightly-job.sh", "  conclave lock -n 3 -timeout 30s service/workers ./worker.sh"})
 final class LockCommand extends HttpCommand implements Callable<Integer> {
 
     static final Duration SESSION_TTL = Duration.ofSeconds(15);
@@ -41,10 +42,10 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
     @Option(names = "-timeout", description = "Give up when not acquired within this long (e.g. 30s); 0: wait for ever.")
     String timeout = "0";
 
-    @Parameters(index = "0", paramLabel = "PREFIX")
+    @Parameters(index = "0", paramLabel = "PREFIX", description = "The key prefix of the lock (PREFIX/.lock) or semaphore.")
     String prefix;
 
-    @Parameters(index = "1..*", arity = "1..*", paramLabel = "COMMAND")
+    @Parameters(index = "1..*", arity = "1..*", paramLabel = "COMMAND", description = "What to run while holding it, through /bin/sh -c.")
     List<String> command;
 
     private volatile String session;
