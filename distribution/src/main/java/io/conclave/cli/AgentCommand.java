@@ -31,7 +31,6 @@ final class AgentCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Logging.configureDefaults();
         ConclaveConfig config;
         try {
             config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
@@ -39,7 +38,12 @@ final class AgentCommand implements Callable<Integer> {
             System.err.println("conclave: configuration error: " + e.getMessage());
             return AgentLauncher.EXIT_CONFIGURATION;
         }
-        Logging.applyLevel(config.logLevel());
+        try {
+            Logging.apply(config);
+        } catch (ConfigException e) {
+            System.err.println("conclave: configuration error: " + e.getMessage());
+            return AgentLauncher.EXIT_CONFIGURATION;
+        }
         return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
     }
 

@@ -30,6 +30,7 @@ public final class ConclaveCommand implements Runnable {
 
     /** Runs the command line and returns its exit code. */
     public static int execute(String... args) {
+        Logging.configureDefaults(); // before the first logger: Logback reads its file then
         return commandLine().execute(args);
     }
 

@@ -148,7 +148,7 @@ class LauncherScriptIT {
                 assertTrue(!lib.contains(jar.getFileName().toString()), jar + " repeats a jar of lib/");
             }
         }
-        for (String file : List.of("README.md", "conf/server.json", "conf/dev.json", "conf/logging.properties")) {
+        for (String file : List.of("README.md", "conf/server.json", "conf/dev.json", "conf/logback.xml")) {
             assertTrue(Files.isRegularFile(home.resolve(file)), file + " is in the zip");
         }
     }
