@@ -518,6 +518,9 @@ public final class Agent implements AutoCloseable {
         http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, plugins()));
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
+        if (config.ports().http() < 0) {
+            LOG.info("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only");
+        }
         if (config.ports().https() < 0) {
             return plain;
         }

@@ -454,11 +454,15 @@ public final class ConfigLoader {
     }
 
     private static ConclaveConfig.Ports readPorts(JsonReader json) {
-        int http = (int) json.integer("http", DEFAULT_HTTP_PORT, 0, 65535);
+        int http = (int) json.integer("http", DEFAULT_HTTP_PORT, -1, 65535); // -1: no plain-HTTP listener (Consul's)
         int server = (int) json.integer("server", DEFAULT_SERVER_PORT, 0, 65535);
         int serfLan = (int) json.integer("serf_lan", DEFAULT_SERF_LAN_PORT, 0, 65535);
         int https = (int) json.integer("https", -1, -1, 65535); // -1: no HTTPS listener (Consul's default)
         json.finish();
+        if (http < 0 && https < 0) {
+            throw new ConfigException("ports.http", "value -1 turns plain HTTP off, and ports.https is " + (json.has("https") ? "-1" : "not set")
+                    + ": the agent would serve no HTTP API (set ports.https, with a certificate in tls, or ports.http to a port)");
+        }
         if (https > 0 && (https == http || https == server || https == serfLan)) {
             throw new ConfigException("ports.https", "value " + https + " is also used by another port: each port must differ (or be 0)");
         }

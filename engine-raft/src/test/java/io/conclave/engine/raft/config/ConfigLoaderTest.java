@@ -132,6 +132,20 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_ports_http_is_minus_one_then_plain_http_is_off_and_an_agent_without_https_too_is_refused_naming_both_keys() {
+        String files = "\"cert_file\": \"/a.pem\", \"key_file\": \"/a-key.pem\"";
+        ConclaveConfig httpsOnly = ConfigLoader.parse("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1, \"https\": 8501},"
+                + " \"tls\": {\"defaults\": {" + files + "}}}", false, "test.json");
+        assertEquals(-1, httpsOnly.ports().http());
+        assertEquals(8501, httpsOnly.ports().https());
+        ConfigException neither = rejected("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1}}");
+        assertEquals("ports.http", neither.key());
+        assertTrue(neither.getMessage().contains("ports.https is not set: the agent would serve no HTTP API"), neither.getMessage());
+        ConfigException bothOff = rejected("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1, \"https\": -1}}");
+        assertTrue(bothOff.getMessage().contains("ports.https is -1"), bothOff.getMessage());
+    }
+
+    @Test
     void acl_is_off_unless_enabled_and_its_tokens_stay_out_of_messages() {
         ConclaveConfig plain = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
         assertFalse(plain.acl().enabled());
@@ -194,7 +208,8 @@ class ConfigLoaderTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "{\"data_dir\": \"/x\", \"bootstrap_expect\": 12}|bootstrap_expect|0 to 9",
-            "{\"data_dir\": \"/x\", \"ports\": {\"http\": 70000}}|ports.http|0 to 65535",
+            "{\"data_dir\": \"/x\", \"ports\": {\"http\": 70000}}|ports.http|-1 to 65535",
+            "{\"data_dir\": \"/x\", \"ports\": {\"http\": -2}}|ports.http|-1 to 65535",
             "{\"data_dir\": \"/x\", \"leave_drain_time\": \"2h\"}|leave_drain_time|0s to 10m",
             "{\"data_dir\": \"/x\", \"leave_timeout\": \"500ms\"}|leave_timeout|1s to 10m",
             "{\"data_dir\": \"/x\", \"raft\": {\"election_timeout_min\": \"3s\"}}|raft.election_timeout_max|above raft.election_timeout_min",

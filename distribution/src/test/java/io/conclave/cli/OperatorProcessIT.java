@@ -1,0 +1,206 @@
+package io.conclave.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.engine.raft.tls.Certificates;
+import io.conclave.engine.raft.tls.ClientTls;
+import io.conclave.engine.raft.tls.Pem;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The operator's day on one real agent from the distribution (issue 40), secured as an operator secures it: plain HTTP
+ * off ({@code ports.http: -1}), the HTTP API over HTTPS only, and its logs as JSON lines on standard output and in a
+ * file. One agent serves every test of the class (starting one costs seconds).
+ */
+@Timeout(180)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class OperatorProcessIT {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(60);
+
+    private Path work;
+    private Path ca;
+    private int https;
+    private int server;
+    private int serfLan;
+    private AgentProcess agent;
+    private HttpClient client;
+
+    @BeforeAll
+    void start() throws Exception {
+        work = Files.createTempDirectory("conclave-operator-it");
+        Path certs = Files.createDirectories(work.resolve("certs"));
+        KeyPair caKeys = Certificates.newKeyPair();
+        Instant now = Instant.now();
+        X509Certificate caCertificate = Certificates.newCa(caKeys, "conclave", now.minusSeconds(60), now.plus(Duration.ofDays(1)));
+        KeyPair keys = Certificates.newKeyPair();
+        String name = Certificates.serverName("dc1", "conclave");
+        X509Certificate certificate = Certificates.issue(caCertificate, caKeys.getPrivate(), keys.getPublic(), Certificates.Kind.SERVER,
+                name, List.of(name, "localhost"), List.of(InetAddress.getLoopbackAddress()), now.minusSeconds(60), now.plus(Duration.ofDays(1)));
+        ca = certs.resolve("ca.pem");
+        Pem.writeCertificate(ca, caCertificate);
+        Pem.writeCertificate(certs.resolve("server.pem"), certificate);
+        Pem.writePrivateKey(certs.resolve("server-key.pem"), keys.getPrivate());
+        https = AgentProcess.freePort();
+        server = AgentProcess.freePort();
+        serfLan = AgentProcess.freePort();
+        Path config = Files.writeString(work.resolve("agent.json"), new JsonObject()
+                .put("node_name", "op-1").put("data_dir", work.resolve("data").toString()).put("bootstrap_expect", 1)
+                .put("ports", new JsonObject().put("http", -1).put("https", https).put("server", server).put("serf_lan", serfLan))
+                .put("tls", new JsonObject().put("defaults", new JsonObject().put("ca_file", ca.toString())
+                        .put("cert_file", certs.resolve("server.pem").toString()).put("key_file", certs.resolve("server-key.pem").toString())))
+                .put("log_json", true).put("log_file", work.resolve("logs") + "/")
+                .encodePrettily());
+        client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+                .sslContext(ClientTls.context(Optional.of(ca), Optional.empty(), Optional.empty())).build();
+        agent = AgentProcess.start(work, "agent", "-config-file", config.toString());
+        AgentProcess.awaitCondition("the agent leads over HTTPS", DEADLINE, () -> {
+            try {
+                return get("/v1/status/leader").body().contains(":" + server);
+            } catch (IOException e) {
+                return false;
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (agent != null) {
+            agent.close();
+        }
+    }
+
+    private HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        if (!agent.process.isAlive()) {
+            throw new AssertionError("the agent exited with " + agent.process.exitValue() + ":\n" + agent.output());
+        }
+        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + path)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** {@code bin/conclave args} of the distribution, with these environment variables (and no other CONSUL_/CONCLAVE_ one). */
+    private AgentProcess.CommandRun conclave(Map<String, String> environment, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(AgentProcess.distribution().resolve("bin").resolve("conclave").toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).directory(work.toFile()).redirectErrorStream(true);
+        builder.environment().keySet().removeIf(variable -> variable.startsWith("CONSUL_") || variable.startsWith("CONCLAVE_"));
+        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
+        builder.environment().putAll(environment);
+        Process process = builder.start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("conclave " + String.join(" ", args) + " did not finish within 60 s");
+        }
+        return new AgentProcess.CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+    }
+
+    /** The environment that points the CLI at the agent over HTTPS, as Consul's variables do. */
+    private Map<String, String> overHttps() {
+        Map<String, String> environment = new HashMap<>();
+        environment.put("CONSUL_HTTP_ADDR", "127.0.0.1:" + https);
+        environment.put("CONSUL_HTTP_SSL", "true");
+        environment.put("CONSUL_CACERT", ca.toString());
+        return environment;
+    }
+
+    /** The TCP ports process {@code pid} listens on: its sockets (/proc/PID/fd) found among the listening ones of /proc/net/tcp*. */
+    static Set<Integer> listeningPorts(long pid) throws IOException {
+        Set<String> inodes = new HashSet<>();
+        try (DirectoryStream<Path> descriptors = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "fd"))) {
+            for (Path descriptor : descriptors) {
+                try {
+                    String target = Files.readSymbolicLink(descriptor).toString();
+                    if (target.startsWith("socket:[")) {
+                        inodes.add(target.substring("socket:[".length(), target.length() - 1));
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // a descriptor closed while listed
+                }
+            }
+        }
+        Set<Integer> ports = new HashSet<>();
+        for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+            for (String line : Files.readAllLines(Path.of(table)).subList(1, Files.readAllLines(Path.of(table)).size())) {
+                String[] fields = line.trim().split("\\s+");
+                if (fields[3].equals("0A") && inodes.contains(fields[9])) { // 0A: LISTEN
+                    ports.add(Integer.parseInt(fields[1].substring(fields[1].lastIndexOf(':') + 1), 16));
+                }
+            }
+        }
+        return ports;
+    }
+
+    @Test
+    void when_plain_http_is_off_then_the_agent_listens_on_no_plain_http_port_and_the_cli_works_over_https() throws Exception {
+        assertEquals(Set.of(https, server, serfLan), listeningPorts(agent.process.pid()),
+                "ports.http -1: the HTTPS, server and gossip ports only");
+        assertTrue(agent.output().contains("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only"), agent.output());
+        try {
+            HttpResponse<String> plain = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + https + "/v1/status/leader")).timeout(Duration.ofSeconds(10)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertNotEquals(200, plain.statusCode(), "plain HTTP on the HTTPS port: " + plain.body());
+        } catch (IOException refused) {
+            // the TLS server closes a connection that does not begin with a handshake
+        }
+
+        AgentProcess.CommandRun members = conclave(overHttps(), "members");
+        assertEquals(0, members.exit(), members.output());
+        assertTrue(members.output().lines().anyMatch(line -> line.startsWith("op-1 ") && line.contains("alive")), members.output());
+        Map<String, String> plainAddress = overHttps();
+        plainAddress.put("CONSUL_HTTP_ADDR", "http://127.0.0.1:" + https); // a scheme in the address wins over CONSUL_HTTP_SSL
+        AgentProcess.CommandRun refused = conclave(plainAddress, "members");
+        assertEquals(1, refused.exit(), refused.output());
+        assertTrue(refused.output().contains("http://127.0.0.1:" + https), refused.output());
+    }
+
+    @Test
+    void when_log_json_and_log_file_are_set_then_every_line_the_agent_writes_is_a_json_object_in_both_places() throws Exception {
+        Path file = work.resolve("logs").resolve("conclave.log");
+        AgentProcess.awaitCondition("the agent logged its start in its log file", DEADLINE, () -> {
+            try {
+                return Files.isRegularFile(file) && Files.readString(file).contains("agent started");
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        for (String text : List.of(agent.output(), Files.readString(file))) {
+            List<JsonObject> lines = text.lines().filter(line -> !line.isBlank()).map(JsonObject::new).toList(); // each parses
+            assertTrue(lines.stream().anyMatch(line -> line.getString("formattedMessage").startsWith("agent started: node op-1 (")
+                    && line.getString("loggerName").equals("conclave.agent") && line.getString("level").equals("INFO")), text);
+            assertTrue(lines.stream().allMatch(line -> line.getLong("timestamp") > 0
+                    && line.getJsonObject("context").getJsonObject("properties").getString("node").equals("op-1")), text);
+        }
+    }
+}
