@@ -39,7 +39,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The operator's day on one real agent from the distribution (issue 40), secured as an operator secures it: plain HTTP
  * off ({@code ports.http: -1}), the HTTP API over HTTPS only, and its logs as JSON lines on standard output and in a
- * file. One agent serves every test of the class (starting one costs seconds).
+ * file; {@code conclave validate} on a good and a broken file. One agent serves every test of the class (starting one
+ * costs seconds).
  */
 @Timeout(180)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -202,5 +203,17 @@ class OperatorProcessIT {
             assertTrue(lines.stream().allMatch(line -> line.getLong("timestamp") > 0
                     && line.getJsonObject("context").getJsonObject("properties").getString("node").equals("op-1")), text);
         }
+    }
+
+    @Test
+    void when_validate_reads_a_good_and_a_broken_file_then_it_exits_0_and_2_naming_the_bad_key() throws Exception {
+        AgentProcess.CommandRun good = conclave(Map.of(), "validate", work.resolve("agent.json").toString());
+        assertEquals(0, good.exit(), good.output());
+        assertEquals("Configuration is valid!", good.output().strip());
+        Path broken = Files.writeString(work.resolve("broken.json"), "{\"data_dir\": \"" + work.resolve("other") + "\", \"log_rotate_max_files\": 0}");
+        AgentProcess.CommandRun bad = conclave(Map.of(), "validate", broken.toString());
+        assertEquals(2, bad.exit(), bad.output());
+        assertTrue(bad.output().startsWith("Config validation failed: log_rotate_max_files: value 0 is not allowed"), bad.output());
+        assertTrue(!Files.exists(work.resolve("other")), "validate wrote nothing");
     }
 }
