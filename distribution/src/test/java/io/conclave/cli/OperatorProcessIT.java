@@ -38,9 +38,11 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The operator's day on one real agent from the distribution (issue 40), secured as an operator secures it: plain HTTP
- * off ({@code ports.http: -1}), the HTTP API over HTTPS only, and its logs as JSON lines on standard output and in a
- * file; {@code conclave validate} on a good and a broken file. One agent serves every test of the class (starting one
- * costs seconds).
+ * off ({@code ports.http: -1}), the HTTP API over HTTPS only, ACLs with {@code default_policy} deny bootstrapped with
+ * {@code conclave acl bootstrap}, and its logs as JSON lines on standard output and in a file; the CLI reaches it through
+ * Consul's variables; {@code conclave acl} makes a policy from a file and a token from it, which {@code kv put} honours;
+ * {@code conclave validate} on a good and a broken file. One agent serves every test of the class (starting one costs
+ * seconds).
  */
 @Timeout(180)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -55,6 +57,8 @@ class OperatorProcessIT {
     private int serfLan;
     private AgentProcess agent;
     private HttpClient client;
+    /** The management token {@code conclave acl bootstrap} made. */
+    private String management;
 
     @BeforeAll
     void start() throws Exception {
@@ -79,6 +83,7 @@ class OperatorProcessIT {
                 .put("ports", new JsonObject().put("http", -1).put("https", https).put("server", server).put("serf_lan", serfLan))
                 .put("tls", new JsonObject().put("defaults", new JsonObject().put("ca_file", ca.toString())
                         .put("cert_file", certs.resolve("server.pem").toString()).put("key_file", certs.resolve("server-key.pem").toString())))
+                .put("acl", new JsonObject().put("enabled", true).put("default_policy", "deny"))
                 .put("log_json", true).put("log_file", work.resolve("logs") + "/")
                 .encodePrettily());
         client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
@@ -93,6 +98,17 @@ class OperatorProcessIT {
                 throw new IllegalStateException(e);
             }
         });
+        AgentProcess.CommandRun bootstrap = conclave(overHttps(), "acl", "bootstrap");
+        assertEquals(0, bootstrap.exit(), bootstrap.output());
+        management = field(bootstrap.output(), "SecretID");
+        assertEquals(403, get("/v1/kv/x").statusCode(), "default_policy deny: no token, no read");
+    }
+
+    /** The value of {@code Name:   value} in Consul's text. */
+    private static String field(String text, String name) {
+        java.util.regex.Matcher matcher = java.util.regex.Pattern.compile("(?m)^" + name + ": +(\\S+)$").matcher(text);
+        assertTrue(matcher.find(), name + " in: " + text);
+        return matcher.group(1);
     }
 
     @AfterAll
@@ -126,12 +142,22 @@ class OperatorProcessIT {
         return new AgentProcess.CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
     }
 
-    /** The environment that points the CLI at the agent over HTTPS, as Consul's variables do. */
+    /** The environment that points the CLI at the agent over HTTPS, with the management token, as Consul's variables do. */
     private Map<String, String> overHttps() {
         Map<String, String> environment = new HashMap<>();
         environment.put("CONSUL_HTTP_ADDR", "127.0.0.1:" + https);
         environment.put("CONSUL_HTTP_SSL", "true");
         environment.put("CONSUL_CACERT", ca.toString());
+        if (management != null) {
+            environment.put("CONSUL_HTTP_TOKEN", management);
+        }
+        return environment;
+    }
+
+    /** {@link #overHttps()} with {@code token} instead of the management token. */
+    private Map<String, String> overHttps(String token) {
+        Map<String, String> environment = overHttps();
+        environment.put("CONSUL_HTTP_TOKEN", token);
         return environment;
     }
 
@@ -215,5 +241,33 @@ class OperatorProcessIT {
         assertEquals(2, bad.exit(), bad.output());
         assertTrue(bad.output().startsWith("Config validation failed: log_rotate_max_files: value 0 is not allowed"), bad.output());
         assertTrue(!Files.exists(work.resolve("other")), "validate wrote nothing");
+    }
+
+    @Test
+    void when_a_policy_comes_from_a_file_and_a_token_from_it_then_kv_put_is_refused_and_allowed_by_it_until_it_is_deleted()
+            throws Exception {
+        Path rules = Files.writeString(work.resolve("app-rules.json"), "{\"key_prefix\": {\"app/\": {\"policy\": \"write\"}}}");
+        AgentProcess.CommandRun policy = conclave(overHttps(), "acl", "policy", "create", "-name", "app", "-rules", "@" + rules);
+        assertEquals(0, policy.exit(), policy.output());
+        AgentProcess.CommandRun token = conclave(overHttps(), "acl", "token", "create", "-policy-name", "app", "-description", "app");
+        assertEquals(0, token.exit(), token.output());
+        String accessor = field(token.output(), "AccessorID");
+        String secret = field(token.output(), "SecretID");
+
+        AgentProcess.CommandRun refused = conclave(overHttps(secret), "kv", "put", "other/color", "blue");
+        assertEquals(1, refused.exit(), refused.output());
+        assertTrue(refused.output().contains("403: Permission denied"), refused.output());
+        AgentProcess.CommandRun allowed = conclave(overHttps(secret), "kv", "put", "app/color", "blue");
+        assertEquals(0, allowed.exit(), allowed.output());
+        assertEquals("Success! Data written to: app/color", allowed.output().strip());
+        AgentProcess.CommandRun self = conclave(overHttps(secret), "acl", "token", "read", "-self");
+        assertEquals(accessor, field(self.output(), "AccessorID"), self.output());
+
+        AgentProcess.CommandRun deleted = conclave(overHttps(), "acl", "token", "delete", "-accessor-id", accessor);
+        assertEquals(0, deleted.exit(), deleted.output());
+        assertEquals("Token \"" + accessor + "\" deleted successfully", deleted.output().strip());
+        AgentProcess.CommandRun gone = conclave(overHttps(secret), "kv", "put", "app/color", "red");
+        assertEquals(1, gone.exit(), gone.output());
+        assertTrue(gone.output().contains("403: ACL not found"), gone.output());
     }
 }
