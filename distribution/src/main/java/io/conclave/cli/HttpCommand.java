@@ -199,6 +199,33 @@ abstract class HttpCommand {
     }
 
     /**
+     * A blocking query's answer, and the index to wait from next: the answer's {@code X-Consul-Index}, or the one given
+     * when the agent was not reached or sent none.
+     */
+    record Blocked(Answer answer, long index) {
+    }
+
+    /**
+     * A blocking query: GETs {@code path} waiting for a change past {@code index} for at most {@code wait} (Consul's
+     * duration, which the agent bounds), the request itself given up after {@code timeout}. Never throws for an agent
+     * that cannot be reached or refuses, and prints nothing; an interrupted wait returns an answer that says so.
+     */
+    Blocked blockingGet(String path, long index, String wait, Duration timeout) {
+        String url = baseUrl() + path + (path.contains("?") ? "&" : "?") + "index=" + index + "&wait=" + wait;
+        try {
+            HttpResponse<String> response = client(HttpClient.newBuilder().connectTimeout(TIMEOUT))
+                    .send(withToken(HttpRequest.newBuilder(URI.create(url))).timeout(timeout).GET().build(), HttpResponse.BodyHandlers.ofString());
+            return new Blocked(new Answer(url, response.statusCode(), response.body(), null),
+                    response.headers().firstValueAsLong("X-Consul-Index").orElse(index));
+        } catch (IOException | IllegalArgumentException e) {
+            return new Blocked(new Answer(url, 0, "", reason(e)), index);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Blocked(new Answer(url, 0, "", "interrupted"), index);
+        }
+    }
+
+    /**
      * {@code text} as one path segment: every byte but the unreserved ones ({@code A-Z a-z 0-9 - . _ ~}) and
      * {@code :} percent-encoded, as the agent decodes it (an IPv6 address's brackets, a space, a slash).
      */

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.engine.raft.tls.Certificates;
 import io.conclave.engine.raft.tls.ClientTls;
 import io.conclave.engine.raft.tls.Pem;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -41,8 +42,9 @@ import org.junit.jupiter.api.Timeout;
  * off ({@code ports.http: -1}), the HTTP API over HTTPS only, ACLs with {@code default_policy} deny bootstrapped with
  * {@code conclave acl bootstrap}, and its logs as JSON lines on standard output and in a file; the CLI reaches it through
  * Consul's variables; {@code conclave acl} makes a policy from a file and a token from it, which {@code kv put} honours;
- * {@code conclave validate} on a good and a broken file. One agent serves every test of the class (starting one costs
- * seconds).
+ * {@code conclave watch -type keyprefix} with a handler sees three writes, each made after the handler saw the one
+ * before, and stops cleanly on SIGINT; {@code conclave validate} on a good and a broken file. One agent serves every
+ * test of the class (starting one costs seconds).
  */
 @Timeout(180)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -269,5 +271,70 @@ class OperatorProcessIT {
         AgentProcess.CommandRun gone = conclave(overHttps(secret), "kv", "put", "app/color", "red");
         assertEquals(1, gone.exit(), gone.output());
         assertTrue(gone.output().contains("403: ACL not found"), gone.output());
+    }
+
+    /** Whether process {@code pid} ignores SIGINT (inherited from a parent that ignores it: then the JVM cannot catch it). */
+    private static boolean ignoresInterrupt(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("SigIgn:")) {
+                return (Long.parseUnsignedLong(line.substring("SigIgn:".length()).trim(), 16) & (1L << (2 - 1))) != 0; // SIGINT is 2
+            }
+        }
+        return false;
+    }
+
+    private int put(String key, String value) throws Exception {
+        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + "/v1/kv/" + key)).timeout(Duration.ofSeconds(10))
+                .header("X-Consul-Token", management).PUT(HttpRequest.BodyPublishers.ofString(value)).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    @Test
+    void when_a_keyprefix_watch_runs_a_handler_then_it_sees_each_write_made_after_the_previous_one_and_stops_on_sigint() throws Exception {
+        Path seen = work.resolve("seen.jsonl");
+        List<String> command = new ArrayList<>(List.of(AgentProcess.distribution().resolve("bin").resolve("conclave").toString(),
+                "watch", "-type", "keyprefix", "-prefix", "watched/", "cat >> '" + seen + "'"));
+        ProcessBuilder builder = new ProcessBuilder(command).directory(work.toFile()).redirectErrorStream(true)
+                .redirectOutput(work.resolve("watch.out").toFile());
+        builder.environment().keySet().removeIf(variable -> variable.startsWith("CONSUL_") || variable.startsWith("CONCLAVE_"));
+        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
+        builder.environment().putAll(overHttps());
+        Process watch = builder.start();
+        try {
+            java.util.function.IntPredicate linesSeen = count -> {
+                try {
+                    return Files.exists(seen) && Files.readAllLines(seen).size() >= count;
+                } catch (IOException e) {
+                    return false;
+                }
+            };
+            AgentProcess.awaitCondition("the handler saw the first result (nothing under the prefix)", DEADLINE, () -> linesSeen.test(1));
+            assertEquals("null", Files.readAllLines(seen).get(0), "an empty prefix: Consul's watch hands on null");
+            for (int write = 1; write <= 3; write++) {
+                assertEquals(200, put("watched/k" + write, "v" + write));
+                int count = write + 1;
+                AgentProcess.awaitCondition("the handler saw write " + write, DEADLINE, () -> linesSeen.test(count));
+                JsonArray result = new JsonArray(Files.readAllLines(seen).get(write));
+                assertEquals(write, result.size(), "after write " + write + ": " + result.encode());
+                JsonObject newest = result.getJsonObject(write - 1);
+                assertEquals("watched/k" + write, newest.getString("Key"));
+                assertEquals(java.util.Base64.getEncoder().encodeToString(("v" + write).getBytes(StandardCharsets.UTF_8)), newest.getString("Value"));
+            }
+            assertEquals(200, put("elsewhere/x", "1"));
+            assertEquals(200, put("watched/k4", "v4"));
+            AgentProcess.awaitCondition("the handler saw write 4", DEADLINE, () -> linesSeen.test(5));
+            assertEquals(4, new JsonArray(Files.readAllLines(seen).get(4)).size(), "no result for the write outside the prefix");
+
+            String signal = ignoresInterrupt(watch.pid()) ? "TERM" : "INT";
+            if (signal.equals("TERM")) {
+                System.out.println("the watch inherited an ignored SIGINT (the JVM cannot catch it then): stopped with SIGTERM, the same hook");
+            }
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(watch.pid())).start();
+            assertEquals(0, kill.waitFor());
+            assertTrue(watch.waitFor(30, TimeUnit.SECONDS), "the watch stopped on SIG" + signal);
+            assertEquals(0, watch.exitValue(), "a clean stop: " + Files.readString(work.resolve("watch.out")));
+        } finally {
+            watch.destroyForcibly();
+        }
     }
 }
