@@ -5,6 +5,8 @@ module io.conclave.cli {
     requires java.net.http;
     requires HdrHistogram;
     requires org.slf4j;
+    requires ch.qos.logback.classic;
+    requires ch.qos.logback.core;
 
     opens io.conclave.cli to info.picocli;
 }

@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code conclave agent}: runs a server until SIGTERM or SIGINT. */
-@Command(name = "agent", description = "Runs a Conclave server.")
+@Command(name = "agent", description = "Runs a Conclave server.",
+        footer = {"  conclave agent -dev", "  conclave agent -config-file conf/server.json", "  conclave agent -config-dir /etc/conclave.d"})
 final class AgentCommand implements Callable<Integer> {
 
     @Option(names = "-dev", description = "A development server: one server, temporary storage, default ports.")
@@ -30,7 +31,6 @@ final class AgentCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Logging.configureDefaults();
         ConclaveConfig config;
         try {
             config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
@@ -38,7 +38,12 @@ final class AgentCommand implements Callable<Integer> {
             System.err.println("conclave: configuration error: " + e.getMessage());
             return AgentLauncher.EXIT_CONFIGURATION;
         }
-        Logging.applyLevel(config.logLevel());
+        try {
+            Logging.apply(config);
+        } catch (ConfigException e) {
+            System.err.println("conclave: configuration error: " + e.getMessage());
+            return AgentLauncher.EXIT_CONFIGURATION;
+        }
         return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
     }
 

@@ -21,33 +21,34 @@ import picocli.CommandLine.Option;
  * more agents' KV API over HTTP; a progress line every second; then ops/s and latency percentiles of the
  * measured phase (after a warm-up, which JVMs need). Latencies go into HdrHistogram recorders.
  */
-@Command(name = "bench", description = "Runs a key/value load against agents and reports throughput and latency.")
+@Command(name = "bench", description = "Runs a key/value load against agents and reports throughput and latency.",
+        footer = {"  conclave bench -clients 16 -warmup 60 -duration 10 -value-size 100", "  conclave bench -http-addr 10.0.0.11:8500,10.0.0.12:8500 -read-ratio 0.9"})
 final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "-http-addr", split = ",", defaultValue = "127.0.0.1:8500",
             description = "Agents' HTTP addresses, comma-separated; clients are spread over them.")
     List<String> addresses;
 
-    @Option(names = "-clients", defaultValue = "16", description = "Concurrent clients (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-clients", defaultValue = "16", description = "Concurrent clients.")
     int clients;
 
-    @Option(names = "-duration", defaultValue = "10", description = "Measured seconds (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-duration", defaultValue = "10", description = "Measured seconds.")
     int durationSeconds;
 
-    @Option(names = "-warmup", defaultValue = "5", description = "Warm-up seconds, not measured (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-warmup", defaultValue = "5", description = "Warm-up seconds, not measured.")
     int warmupSeconds;
 
-    @Option(names = "-value-size", defaultValue = "100", description = "Value bytes (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-value-size", defaultValue = "100", description = "Value bytes.")
     int valueBytes;
 
-    @Option(names = "-keys", defaultValue = "10000", description = "Distinct keys (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-keys", defaultValue = "10000", description = "Distinct keys.")
     int keyCount;
 
     @Option(names = "-key-size", defaultValue = "16",
-            description = "Key bytes after the bench/ prefix, 1 to 1024; at least the digits of -keys (default: ${DEFAULT-VALUE}).")
+            description = "Key bytes after the bench/ prefix, 1 to 1024; at least the digits of -keys.")
     int keyBytes;
 
-    @Option(names = "-read-ratio", defaultValue = "0", description = "Share of reads, 0 to 1 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-read-ratio", defaultValue = "0", description = "Share of reads, 0 to 1.")
     double readRatio;
 
     private static final long MAX_LATENCY_MICROS = 60_000_000;

@@ -12,7 +12,8 @@ import picocli.CommandLine.Parameters;
  * {@code force-leave} ({@code PUT /v1/agent/force-leave/<node>}): a failed member is no longer tried; with
  * {@code -prune} it is forgotten at once. Prints nothing on success, as Consul's does.
  */
-@Command(name = "force-leave", description = "Forces a member of the cluster into the left state.")
+@Command(name = "force-leave", description = "Forces a member of the cluster into the left state.",
+        footer = {"  conclave force-leave server-3", "  conclave force-leave -prune server-3"})
 final class ForceLeaveCommand extends HttpCommand implements Callable<Integer> {
 
     static final Duration FORCE_LEAVE_TIMEOUT = Duration.ofSeconds(60);

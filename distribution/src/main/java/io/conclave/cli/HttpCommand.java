@@ -18,11 +18,13 @@ abstract class HttpCommand {
     static final Duration TIMEOUT = Duration.ofSeconds(10);
 
     @Option(names = "-http-addr", paramLabel = "ADDR",
-            description = "The agent's HTTP API, host:port (default: $CONCLAVE_HTTP_ADDR, else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500).")
+            description = "The agent's HTTP API: host:port, http://host:port or https://host:port. Default: $CONCLAVE_HTTP_ADDR,"
+                    + " else $CONSUL_HTTP_ADDR, else 127.0.0.1:8500; without a scheme, HTTPS when $CONCLAVE_HTTP_SSL or"
+                    + " $CONSUL_HTTP_SSL is true or a CA file is given, else HTTP.")
     String httpAddress;
 
     @Option(names = "-token", paramLabel = "SECRET",
-            description = "The ACL token's secret (default: $CONCLAVE_HTTP_TOKEN, else $CONSUL_HTTP_TOKEN).")
+            description = "The ACL token's secret. Default: $CONCLAVE_HTTP_TOKEN, else $CONSUL_HTTP_TOKEN, else none.")
     String token;
 
     /** {@code request} with the ACL token, when one is given ({@code -token}, else the variables). */
@@ -40,15 +42,17 @@ abstract class HttpCommand {
     }
 
     @Option(names = "-ca-file", paramLabel = "FILE",
-            description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against (default: $CONCLAVE_CACERT, else $CONSUL_CACERT).")
+            description = "The CA certificate (PEM) the agent's HTTPS certificate is checked against. Default:"
+                    + " $CONCLAVE_CACERT, else $CONSUL_CACERT, else the JDK's trusted CAs.")
     java.nio.file.Path caFile;
 
     @Option(names = "-client-cert", paramLabel = "FILE",
-            description = "A client certificate (PEM) for an agent with verify_incoming (default: $CONCLAVE_CLIENT_CERT, else $CONSUL_CLIENT_CERT).")
+            description = "A client certificate (PEM) for an agent with verify_incoming. Default:"
+                    + " $CONCLAVE_CLIENT_CERT, else $CONSUL_CLIENT_CERT, else none.")
     java.nio.file.Path clientCert;
 
     @Option(names = "-client-key", paramLabel = "FILE",
-            description = "The client certificate's key (default: $CONCLAVE_CLIENT_KEY, else $CONSUL_CLIENT_KEY).")
+            description = "The client certificate's key. Default: $CONCLAVE_CLIENT_KEY, else $CONSUL_CLIENT_KEY, else none.")
     java.nio.file.Path clientKey;
 
     /** An option, else the first of {@code variables} that is set. */
@@ -193,6 +197,33 @@ abstract class HttpCommand {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new Answer(url, 0, "", "interrupted");
+        }
+    }
+
+    /**
+     * A blocking query's answer, and the index to wait from next: the answer's {@code X-Consul-Index}, or the one given
+     * when the agent was not reached or sent none.
+     */
+    record Blocked(Answer answer, long index) {
+    }
+
+    /**
+     * A blocking query: GETs {@code path} waiting for a change past {@code index} for at most {@code wait} (Consul's
+     * duration, which the agent bounds), the request itself given up after {@code timeout}. Never throws for an agent
+     * that cannot be reached or refuses, and prints nothing; an interrupted wait returns an answer that says so.
+     */
+    Blocked blockingGet(String path, long index, String wait, Duration timeout) {
+        String url = baseUrl() + path + (path.contains("?") ? "&" : "?") + "index=" + index + "&wait=" + wait;
+        try {
+            HttpResponse<String> response = client(HttpClient.newBuilder().connectTimeout(TIMEOUT))
+                    .send(withToken(HttpRequest.newBuilder(URI.create(url))).timeout(timeout).GET().build(), HttpResponse.BodyHandlers.ofString());
+            return new Blocked(new Answer(url, response.statusCode(), response.body(), null),
+                    response.headers().firstValueAsLong("X-Consul-Index").orElse(index));
+        } catch (IOException | IllegalArgumentException e) {
+            return new Blocked(new Answer(url, 0, "", reason(e)), index);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Blocked(new Answer(url, 0, "", "interrupted"), index);
         }
     }
 

@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
  * ({@code agent}, {@code raft}, …), sorted, each {@code key = value} line indented by a tab; {@code -format=json}
  * prints the agent's {@code Stats} object as is.
  */
-@Command(name = "info", description = "Prints the agent's statistics, by subsystem.")
+@Command(name = "info", description = "Prints the agent's statistics, by subsystem.",
+        footer = {"  conclave info", "  conclave info -format=json"})
 final class InfoCommand extends OperatorCommand.Formatted implements Callable<Integer> {
 
     @Override

@@ -11,7 +11,8 @@ import picocli.CommandLine.Parameters;
  * ({@code PUT /v1/agent/join/<address>}), and prints what Consul's {@code join} prints. Fails (1) when no address
  * could be joined.
  */
-@Command(name = "join", description = "Tells a running agent to join the cluster through the given addresses.")
+@Command(name = "join", description = "Tells a running agent to join the cluster through the given addresses.",
+        footer = {"  conclave join 10.0.0.12 10.0.0.13:8301"})
 final class JoinCommand extends HttpCommand implements Callable<Integer> {
 
     /** A join may wait for the provider's own timeouts; the agent answers within 30 s. */

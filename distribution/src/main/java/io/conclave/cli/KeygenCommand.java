@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
  * {@code conclave keygen}: a new gossip encryption key for {@code encrypt}, as Consul's {@code keygen} makes one:
  * 32 random bytes (AES-256) in standard base64. Needs no agent.
  */
-@Command(name = "keygen", description = "Prints a new gossip encryption key (32 random bytes, base64) for encrypt.")
+@Command(name = "keygen", description = "Prints a new gossip encryption key (32 random bytes, base64) for encrypt.",
+        footer = {"  conclave keygen"})
 final class KeygenCommand implements Callable<Integer> {
 
     static final int KEY_BYTES = 32;

@@ -15,7 +15,8 @@ import picocli.CommandLine.Option;
  * of every member, through {@code /v1/operator/keyring}, with Consul's flags and Consul's text. Exactly one action;
  * 1 when the agent cannot be reached or refuses.
  */
-@Command(name = "keyring", description = "Lists, installs, uses or removes gossip encryption keys on every member.")
+@Command(name = "keyring", description = "Lists, installs, uses or removes gossip encryption keys on every member.",
+        footer = {"  conclave keyring -list", "  conclave keyring -install \"$(conclave keygen)\""})
 final class KeyringCommand extends HttpCommand implements Callable<Integer> {
 
     /** A keyring change asks every member; the agent answers within 30 s. */

@@ -26,6 +26,7 @@ import picocli.CommandLine.Parameters;
  * Conclave and Consul.
  */
 @Command(name = "kv", description = "Reads and writes the key/value store.",
+        footer = {"  conclave kv put app/config/color blue", "  conclave kv get -recurse app/"},
         subcommands = {KvCommand.Get.class, KvCommand.Put.class, KvCommand.Delete.class, KvCommand.ListKeys.class,
                 KvCommand.Export.class, KvCommand.Import.class})
 final class KvCommand implements Runnable {
@@ -97,7 +98,8 @@ final class KvCommand implements Runnable {
         System.out.flush();
     }
 
-    @Command(name = "get", description = "Prints the value of a key, or with -recurse every key under a prefix.")
+    @Command(name = "get", description = "Prints the value of a key, or with -recurse every key under a prefix.",
+            footer = {"  conclave kv get app/config/color", "  conclave kv get -recurse app/", "  conclave kv get -keys -separator=/ app/"})
     static final class Get extends HttpCommand implements Callable<Integer> {
         @Parameters(arity = "0..1", paramLabel = "KEY", description = "The key, or with -recurse or -keys the prefix.")
         String key;
@@ -108,7 +110,7 @@ final class KvCommand implements Runnable {
         @Option(names = "-keys", description = "Only the keys under KEY, up to -separator.")
         boolean keys;
 
-        @Option(names = "-separator", defaultValue = "/", description = "With -keys, list keys only up to this (default: /).")
+        @Option(names = "-separator", defaultValue = "/", paramLabel = "SEP", description = "With -keys, list keys only up to this.")
         String separator;
 
         @Option(names = "-detailed", description = "Every field of the entry, not only its value.")
@@ -172,9 +174,10 @@ final class KvCommand implements Runnable {
         }
     }
 
-    @Command(name = "put", description = "Writes a value: DATA, @file, or - for standard input.")
+    @Command(name = "put", description = "Writes a value: DATA, @file, or - for standard input.",
+            footer = {"  conclave kv put app/config/color blue", "  conclave kv put app/config/file @settings.json", "  echo hello | conclave kv put greeting -", "  conclave kv put -cas -modify-index=42 app/config/color red"})
     static final class Put extends HttpCommand implements Callable<Integer> {
-        @Parameters(index = "0", paramLabel = "KEY")
+        @Parameters(index = "0", paramLabel = "KEY", description = "The key to write.")
         String key;
 
         @Parameters(index = "1", arity = "0..1", paramLabel = "DATA", description = "The value; @file reads a file, - standard input.")
@@ -243,9 +246,10 @@ final class KvCommand implements Runnable {
         return flags == null ? 0 : Unsigned64.fromJson(flags);
     }
 
-    @Command(name = "delete", description = "Deletes a key, or with -recurse every key under a prefix.")
+    @Command(name = "delete", description = "Deletes a key, or with -recurse every key under a prefix.",
+            footer = {"  conclave kv delete app/config/color", "  conclave kv delete -recurse app/"})
     static final class Delete extends HttpCommand implements Callable<Integer> {
-        @Parameters(arity = "0..1", paramLabel = "KEY")
+        @Parameters(arity = "0..1", paramLabel = "KEY", description = "The key, or with -recurse the prefix.")
         String key;
 
         @Option(names = "-recurse", description = "Delete every key under KEY.")
@@ -288,9 +292,10 @@ final class KvCommand implements Runnable {
         }
     }
 
-    @Command(name = "list", description = "Lists the keys under a prefix, one per line.")
+    @Command(name = "list", description = "Lists the keys under a prefix, one per line.",
+            footer = {"  conclave kv list app/", "  conclave kv list -separator=/ app/"})
     static final class ListKeys extends HttpCommand implements Callable<Integer> {
-        @Parameters(arity = "0..1", paramLabel = "PREFIX")
+        @Parameters(arity = "0..1", paramLabel = "PREFIX", description = "The prefix; none: every key.")
         String prefix;
 
         @Option(names = "-separator", description = "List keys only up to this (folders), as get -keys -separator does.")
@@ -302,9 +307,10 @@ final class KvCommand implements Runnable {
         }
     }
 
-    @Command(name = "export", description = "Prints every key under a prefix as Consul's export JSON.")
+    @Command(name = "export", description = "Prints every key under a prefix as Consul's export JSON.",
+            footer = {"  conclave kv export app/ > app.json"})
     static final class Export extends HttpCommand implements Callable<Integer> {
-        @Parameters(arity = "0..1", paramLabel = "PREFIX")
+        @Parameters(arity = "0..1", paramLabel = "PREFIX", description = "The prefix; none: every key.")
         String prefix;
 
         @Override
@@ -327,9 +333,10 @@ final class KvCommand implements Runnable {
         }
     }
 
-    @Command(name = "import", description = "Writes the keys of Consul's export JSON: DATA, @file, or - (the default) for standard input.")
+    @Command(name = "import", description = "Writes the keys of Consul's export JSON: DATA, @file, or - (the default) for standard input.",
+            footer = {"  conclave kv import @app.json", "  conclave kv import -prefix=copy/ - < app.json"})
     static final class Import extends HttpCommand implements Callable<Integer> {
-        @Parameters(arity = "0..1", paramLabel = "DATA")
+        @Parameters(arity = "0..1", paramLabel = "DATA", description = "The export JSON; @file reads a file, - (the default) standard input.")
         String data;
 
         @Option(names = "-prefix", defaultValue = "", description = "Prepended to every imported key.")

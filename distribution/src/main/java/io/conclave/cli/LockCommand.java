@@ -24,7 +24,8 @@ import picocli.CommandLine.Parameters;
  * runs, and stops it (SIGTERM, then SIGKILL after 5 s) as soon as the lock is lost. Releases everything at the end.
  * Exit code: the child's; 1 when the lock was lost or could not be taken; 2 for bad usage.
  */
-@Command(name = "lock", description = "Runs a command while holding a lock (or one of -n places of a semaphore) under PREFIX.")
+@Command(name = "lock", description = "Runs a command while holding a lock (or one of -n places of a semaphore) under PREFIX.",
+        footer = {"  conclave lock service/cron ./run-nightly-job.sh", "  conclave lock -n 3 -timeout 30s service/workers ./worker.sh"})
 final class LockCommand extends HttpCommand implements Callable<Integer> {
 
     static final Duration SESSION_TTL = Duration.ofSeconds(15);
@@ -42,10 +43,10 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
     @Option(names = "-timeout", description = "Give up when not acquired within this long (e.g. 30s); 0: wait for ever.")
     String timeout = "0";
 
-    @Parameters(index = "0", paramLabel = "PREFIX")
+    @Parameters(index = "0", paramLabel = "PREFIX", description = "The key prefix of the lock (PREFIX/.lock) or semaphore.")
     String prefix;
 
-    @Parameters(index = "1..*", arity = "1..*", paramLabel = "COMMAND")
+    @Parameters(index = "1..*", arity = "1..*", paramLabel = "COMMAND", description = "What to run while holding it, through /bin/sh -c.")
     List<String> command;
 
     private volatile String session;
@@ -121,7 +122,7 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
                 System.err.println("Error: " + acquired.error());
                 return false;
             }
-            Watched read = block(key, index);
+            Blocked read = block(key, index);
             index = read.index();
             boolean free = read.answer().status() == 200
                     && new JsonArray(read.answer().body()).getJsonObject(0).getString("Session") == null;
@@ -255,7 +256,7 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
         long index = 0;
         String path = limit == 1 ? "/v1/kv/" + base + "/.lock" : "/v1/kv/" + base + "/?recurse";
         while (!lost.get()) {
-            Watched read = block(path, index);
+            Blocked read = block(path, index);
             Answer watched = read.answer();
             if (watched.unreachable() != null) {
                 continue; // another server may answer; the session's TTL decides
@@ -275,29 +276,16 @@ final class LockCommand extends HttpCommand implements Callable<Integer> {
     }
 
     /** A blocking read and the index it answered with (the one given when the agent could not be asked). */
-    private record Watched(Answer answer, long index) {
-    }
-
-    private Watched block(String path, long index) {
-        String url = baseUrl() + path + (path.contains("?") ? "&" : "?")
-                + "index=" + index + "&wait=" + WAIT;
-        try {
-            java.net.http.HttpResponse<String> response = client(java.net.http.HttpClient.newBuilder().connectTimeout(TIMEOUT))
-                    .send(withToken(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url))).timeout(Duration.ofMinutes(2)).GET().build(),
-                            java.net.http.HttpResponse.BodyHandlers.ofString());
-            long answered = response.headers().firstValueAsLong("X-Consul-Index").orElse(index);
-            // an index that went back (a reaped tombstone) starts the wait again from it, as Consul's clients do
-            return new Watched(new Answer(url, response.statusCode(), response.body(), null), answered);
-        } catch (java.io.IOException | IllegalArgumentException e) {
+    private Blocked block(String path, long index) {
+        // an index that went back (a reaped tombstone) starts the wait again from it, as Consul's clients do
+        Blocked blocked = blockingGet(path, index, WAIT, Duration.ofMinutes(2));
+        if (blocked.answer().unreachable() != null && !Thread.currentThread().isInterrupted()) {
             try {
                 Thread.sleep(500); // not reachable now: try again shortly, the session's TTL decides
             } catch (InterruptedException interrupted) {
                 Thread.currentThread().interrupt();
             }
-            return new Watched(new Answer(url, 0, "", reason(e)), index);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Watched(new Answer(url, 0, "", "interrupted"), index);
         }
+        return blocked;
     }
 }

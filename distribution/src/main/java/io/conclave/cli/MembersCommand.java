@@ -19,7 +19,8 @@ import picocli.CommandLine.Option;
  * {@code Node Address Status Tags}, the tags as {@code k=v,k=v} sorted by key; {@code -format=json}: the agent's
  * answer as it is (Consul's {@code /v1/agent/members} shape).
  */
-@Command(name = "members", description = "Lists the members a running agent knows.")
+@Command(name = "members", description = "Lists the members a running agent knows.",
+        footer = {"  conclave members", "  conclave members -detailed", "  conclave members -format=json"})
 final class MembersCommand extends OperatorCommand.Formatted implements Callable<Integer> {
 
     private static final String[] STATUS = {"none", "alive", "leaving", "left", "failed"};

@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
  * them (aligned tables, {@code Key = value} lines), or the agent's JSON with {@code -format=json}.
  */
 @Command(name = "operator", description = "Operates the Raft cluster and its autopilot.",
+        footer = {"  conclave operator raft list-peers", "  conclave operator autopilot state"},
         subcommands = {OperatorCommand.Raft.class, OperatorCommand.Autopilot.class})
 final class OperatorCommand implements Runnable {
 
@@ -29,7 +30,7 @@ final class OperatorCommand implements Runnable {
 
     /** What a command that can print the agent's JSON as is shares. */
     abstract static class Formatted extends HttpCommand {
-        @Option(names = "-format", defaultValue = "table", paramLabel = "FORMAT", description = "table (the default) or json.")
+        @Option(names = "-format", defaultValue = "table", paramLabel = "FORMAT", description = "table or json.")
         String format;
 
         @CommandLine.Spec
@@ -45,6 +46,7 @@ final class OperatorCommand implements Runnable {
     }
 
     @Command(name = "raft", description = "The Raft configuration: list-peers, remove-peer, transfer-leader.",
+            footer = {"  conclave operator raft list-peers", "  conclave operator raft transfer-leader -id \"$NODE_ID\""},
             subcommands = {ListPeers.class, RemovePeer.class, TransferLeader.class})
     static final class Raft implements Runnable {
         @CommandLine.Spec
@@ -56,7 +58,8 @@ final class OperatorCommand implements Runnable {
         }
     }
 
-    @Command(name = "list-peers", description = "Lists the servers of the Raft configuration.")
+    @Command(name = "list-peers", description = "Lists the servers of the Raft configuration.",
+            footer = {"  conclave operator raft list-peers", "  conclave operator raft list-peers -format=json"})
     static final class ListPeers extends Formatted implements Callable<Integer> {
         @Override
         public Integer call() {
@@ -88,7 +91,8 @@ final class OperatorCommand implements Runnable {
         }
     }
 
-    @Command(name = "remove-peer", description = "Removes a server from the Raft configuration.")
+    @Command(name = "remove-peer", description = "Removes a server from the Raft configuration.",
+            footer = {"  conclave operator raft remove-peer -id \"$NODE_ID\"", "  conclave operator raft remove-peer -address 10.0.0.13:8300"})
     static final class RemovePeer extends HttpCommand implements Callable<Integer> {
         @Option(names = "-id", paramLabel = "ID", description = "The server's node ID.")
         String id;
@@ -115,7 +119,8 @@ final class OperatorCommand implements Runnable {
         }
     }
 
-    @Command(name = "transfer-leader", description = "Hands leadership to a voter (-id), or to the most up-to-date one.")
+    @Command(name = "transfer-leader", description = "Hands leadership to a voter (-id), or to the most up-to-date one.",
+            footer = {"  conclave operator raft transfer-leader", "  conclave operator raft transfer-leader -id \"$NODE_ID\""})
     static final class TransferLeader extends HttpCommand implements Callable<Integer> {
         @Option(names = "-id", paramLabel = "ID", description = "The voter to hand leadership to (default: the leader's choice).")
         String id;
@@ -134,6 +139,7 @@ final class OperatorCommand implements Runnable {
     }
 
     @Command(name = "autopilot", description = "Autopilot: get-config, set-config, state.",
+            footer = {"  conclave operator autopilot get-config", "  conclave operator autopilot set-config -min-quorum 3"},
             subcommands = {GetConfig.class, SetConfig.class, State.class})
     static final class Autopilot implements Runnable {
         @CommandLine.Spec
@@ -148,7 +154,8 @@ final class OperatorCommand implements Runnable {
     private static final List<String> SETTINGS = List.of("CleanupDeadServers", "LastContactThreshold", "MaxTrailingLogs", "MinQuorum",
             "ServerStabilizationTime", "RedundancyZoneTag", "DisableUpgradeMigration", "UpgradeVersionTag");
 
-    @Command(name = "get-config", description = "Prints autopilot's settings.")
+    @Command(name = "get-config", description = "Prints autopilot's settings.",
+            footer = {"  conclave operator autopilot get-config", "  conclave operator autopilot get-config -format=json"})
     static final class GetConfig extends Formatted implements Callable<Integer> {
         @Override
         public Integer call() {
@@ -171,7 +178,8 @@ final class OperatorCommand implements Runnable {
         }
     }
 
-    @Command(name = "set-config", description = "Changes autopilot's settings, for every server (replicated through Raft).")
+    @Command(name = "set-config", description = "Changes autopilot's settings, for every server (replicated through Raft).",
+            footer = {"  conclave operator autopilot set-config -min-quorum 3", "  conclave operator autopilot set-config -cleanup-dead-servers false"})
     static final class SetConfig extends HttpCommand implements Callable<Integer> {
         @Option(names = "-cleanup-dead-servers", paramLabel = "BOOL", arity = "1", description = "Remove failed servers (true or false).")
         Boolean cleanupDeadServers;
@@ -227,7 +235,8 @@ final class OperatorCommand implements Runnable {
         }
     }
 
-    @Command(name = "state", description = "Prints autopilot's view of the cluster: health, failure tolerance, each server.")
+    @Command(name = "state", description = "Prints autopilot's view of the cluster: health, failure tolerance, each server.",
+            footer = {"  conclave operator autopilot state", "  conclave operator autopilot state -format=json"})
     static final class State extends Formatted implements Callable<Integer> {
         @Override
         public Integer call() {

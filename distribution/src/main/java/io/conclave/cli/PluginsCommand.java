@@ -6,7 +6,8 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 
 /** {@code conclave plugins}: the providers a running agent found, and which are active. */
-@Command(name = "plugins", description = "Lists the plugins a running agent found.")
+@Command(name = "plugins", description = "Lists the plugins a running agent found.",
+        footer = {"  conclave plugins"})
 final class PluginsCommand extends HttpCommand implements Callable<Integer> {
 
     @Override

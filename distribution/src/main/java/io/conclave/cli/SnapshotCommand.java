@@ -27,6 +27,7 @@ import picocli.CommandLine.Parameters;
  * {@code inspect} reads one without an agent.
  */
 @Command(name = "snapshot", description = "Saves, restores and inspects snapshots of the key/value store and the ACLs.",
+        footer = {"  conclave snapshot save backup.snap", "  conclave snapshot inspect backup.snap"},
         subcommands = {SnapshotCommand.Save.class, SnapshotCommand.Restore.class, SnapshotCommand.Inspect.class})
 final class SnapshotCommand implements Runnable {
 
@@ -45,9 +46,10 @@ final class SnapshotCommand implements Runnable {
         return command.baseUrl() + path;
     }
 
-    @Command(name = "save", description = "Saves a snapshot of the key/value store to FILE (read through the leader unless -stale).")
+    @Command(name = "save", description = "Saves a snapshot of the key/value store to FILE (read through the leader unless -stale).",
+            footer = {"  conclave snapshot save backup.snap", "  conclave snapshot save -stale backup.snap"})
     static final class Save extends HttpCommand implements Callable<Integer> {
-        @Parameters(paramLabel = "FILE")
+        @Parameters(paramLabel = "FILE", description = "Where to write the snapshot (written beside it, then renamed into place).")
         Path file;
 
         @Option(names = "-stale", description = "Let any server answer from its own state, without asking the leader.")
@@ -101,9 +103,10 @@ final class SnapshotCommand implements Runnable {
         }
     }
 
-    @Command(name = "restore", description = "Replaces the key/value store with the snapshot in FILE, on every server; its ACL tokens and policies come back with it.")
+    @Command(name = "restore", description = "Replaces the key/value store with the snapshot in FILE, on every server; its ACL tokens and policies come back with it.",
+            footer = {"  conclave snapshot restore backup.snap"})
     static final class Restore extends HttpCommand implements Callable<Integer> {
-        @Parameters(paramLabel = "FILE")
+        @Parameters(paramLabel = "FILE", description = "The snapshot to restore.")
         Path file;
 
         @CommandLine.Spec
@@ -142,9 +145,10 @@ final class SnapshotCommand implements Runnable {
         }
     }
 
-    @Command(name = "inspect", description = "Checks the snapshot in FILE and prints what it holds; no agent is needed.")
+    @Command(name = "inspect", description = "Checks the snapshot in FILE and prints what it holds; no agent is needed.",
+            footer = {"  conclave snapshot inspect backup.snap", "  conclave snapshot inspect -format=json backup.snap"})
     static final class Inspect extends OperatorCommand.Formatted implements Callable<Integer> {
-        @Parameters(paramLabel = "FILE")
+        @Parameters(paramLabel = "FILE", description = "The snapshot to read.")
         Path file;
 
         @Override

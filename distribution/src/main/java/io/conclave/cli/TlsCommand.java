@@ -27,6 +27,7 @@ import picocli.CommandLine.Option;
  * readable by their owner only. Needs no agent.
  */
 @Command(name = "tls", description = "Makes a CA and the certificates it signs, for TLS on the HTTPS and server ports.",
+        footer = {"  conclave tls ca create", "  conclave tls cert create -server -dc dc1"},
         subcommands = {TlsCommand.Ca.class, TlsCommand.Cert.class})
 final class TlsCommand implements Runnable {
 
@@ -38,7 +39,8 @@ final class TlsCommand implements Runnable {
         throw new CommandLine.ParameterException(spec.commandLine(), "a tls command is required: ca or cert");
     }
 
-    @Command(name = "ca", description = "The certificate authority: create.", subcommands = CaCreate.class)
+    @Command(name = "ca", description = "The certificate authority: create.",
+            footer = {"  conclave tls ca create -domain conclave -days 1825"}, subcommands = CaCreate.class)
     static final class Ca implements Runnable {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
@@ -49,7 +51,8 @@ final class TlsCommand implements Runnable {
         }
     }
 
-    @Command(name = "cert", description = "Certificates signed by the CA: create.", subcommands = CertCreate.class)
+    @Command(name = "cert", description = "Certificates signed by the CA: create.",
+            footer = {"  conclave tls cert create -server", "  conclave tls cert create -client"}, subcommands = CertCreate.class)
     static final class Cert implements Runnable {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
@@ -60,12 +63,13 @@ final class TlsCommand implements Runnable {
         }
     }
 
-    @Command(name = "create", description = "Creates a CA: <domain>-agent-ca.pem and <domain>-agent-ca-key.pem in this folder.")
+    @Command(name = "create", description = "Creates a CA: <domain>-agent-ca.pem and <domain>-agent-ca-key.pem in this folder.",
+            footer = {"  conclave tls ca create", "  conclave tls ca create -domain consul -days 3650"})
     static final class CaCreate implements Callable<Integer> {
-        @Option(names = "-domain", defaultValue = "conclave", paramLabel = "DOMAIN", description = "The agents' domain (default: conclave).")
+        @Option(names = "-domain", defaultValue = "conclave", paramLabel = "DOMAIN", description = "The agents' domain.")
         String domain;
 
-        @Option(names = "-days", defaultValue = "1825", paramLabel = "DAYS", description = "Days the CA is valid (default: 1825).")
+        @Option(names = "-days", defaultValue = "1825", paramLabel = "DAYS", description = "Days the CA is valid.")
         int days;
 
         @Override
@@ -98,7 +102,8 @@ final class TlsCommand implements Runnable {
         }
     }
 
-    @Command(name = "create", description = "Creates a server or client certificate signed by the CA, in this folder.")
+    @Command(name = "create", description = "Creates a server or client certificate signed by the CA, in this folder.",
+            footer = {"  conclave tls cert create -server -dc dc1", "  conclave tls cert create -client", "  conclave tls cert create -server -additional-ipaddress 10.0.0.11"})
     static final class CertCreate implements Callable<Integer> {
         @Option(names = "-server", description = "A server certificate (server.<dc>.<domain>).")
         boolean server;
@@ -106,13 +111,13 @@ final class TlsCommand implements Runnable {
         @Option(names = "-client", description = "A client certificate (client.<dc>.<domain>), for HTTPS with verify_incoming.")
         boolean client;
 
-        @Option(names = "-dc", defaultValue = "dc1", paramLabel = "DC", description = "The datacenter (default: dc1).")
+        @Option(names = "-dc", defaultValue = "dc1", paramLabel = "DC", description = "The datacenter.")
         String datacenter;
 
-        @Option(names = "-domain", defaultValue = "conclave", paramLabel = "DOMAIN", description = "The agents' domain (default: conclave).")
+        @Option(names = "-domain", defaultValue = "conclave", paramLabel = "DOMAIN", description = "The agents' domain.")
         String domain;
 
-        @Option(names = "-days", defaultValue = "365", paramLabel = "DAYS", description = "Days the certificate is valid (default: 365).")
+        @Option(names = "-days", defaultValue = "365", paramLabel = "DAYS", description = "Days the certificate is valid.")
         int days;
 
         @Option(names = "-ca", paramLabel = "FILE", description = "The CA's certificate (default: <domain>-agent-ca.pem).")

@@ -4,7 +4,8 @@ import io.conclave.api.ConclaveVersion;
 import picocli.CommandLine.Command;
 
 /** {@code conclave version}. */
-@Command(name = "version", description = "Prints the Conclave version.")
+@Command(name = "version", description = "Prints the Conclave version.",
+        footer = {"  conclave version"})
 final class VersionCommand implements Runnable {
     @Override
     public void run() {

@@ -17,8 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code bin/conclave} of the built distribution, run as a user runs it (through {@code sh}, from other folders,
- * through symlinks), and the command line used wrongly: each mistake gets one line on standard error and its exit
- * code (1 an error, 2 bad usage or an invalid configuration), never a stack trace.
+ * through symlinks), and the command line used wrongly: each mistake gets one line on standard error (bad usage: then
+ * the command's usage) and its exit code (1 an error, 2 bad usage or an invalid configuration), never a stack trace.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class LauncherScriptIT {
@@ -56,6 +56,14 @@ class LauncherScriptIT {
         assertEquals(exitCode, result.exitCode(), result.err());
         assertEquals(1, result.errLines().size(), "one line: " + result.err());
         assertTrue(result.err().contains(part), result.err());
+        assertTrue(!result.err().contains("\tat ") && !result.err().contains("Exception"), "no stack trace: " + result.err());
+    }
+
+    /** Bad usage: the first line says what is wrong, the command's usage follows, exit code 2. */
+    private static void assertUsage(Result result, String part, String command) {
+        assertEquals(2, result.exitCode(), result.err());
+        assertTrue(result.errLines().get(0).startsWith("conclave: ") && result.errLines().get(0).contains(part), result.err());
+        assertTrue(result.errLines().get(1).startsWith("Usage: " + command), "the usage follows: " + result.err());
         assertTrue(!result.err().contains("\tat ") && !result.err().contains("Exception"), "no stack trace: " + result.err());
     }
 
@@ -102,9 +110,9 @@ class LauncherScriptIT {
     @Test
     void when_the_command_line_is_used_wrongly_then_one_line_and_the_exit_code_say_so(@TempDir Path work) throws Exception {
         String conclave = script().toString();
-        assertOneLine(run(work, Map.of(), "sh", conclave, "frobnicate"), 2, "frobnicate");
-        assertOneLine(run(work, Map.of(), "sh", conclave, "kv", "put"), 2, "KEY");
-        assertOneLine(run(work, Map.of(), "sh", conclave, "members", "-no-such-option"), 2, "-no-such-option");
+        assertUsage(run(work, Map.of(), "sh", conclave, "frobnicate"), "frobnicate", "conclave ");
+        assertUsage(run(work, Map.of(), "sh", conclave, "kv", "put"), "KEY", "conclave kv put ");
+        assertUsage(run(work, Map.of(), "sh", conclave, "members", "-no-such-option"), "-no-such-option", "conclave members ");
 
         int closed;
         try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
@@ -140,7 +148,7 @@ class LauncherScriptIT {
                 assertTrue(!lib.contains(jar.getFileName().toString()), jar + " repeats a jar of lib/");
             }
         }
-        for (String file : List.of("README.md", "conf/server.json", "conf/dev.json", "conf/logging.properties")) {
+        for (String file : List.of("README.md", "conf/server.json", "conf/dev.json", "conf/logback.xml")) {
             assertTrue(Files.isRegularFile(home.resolve(file)), file + " is in the zip");
         }
     }

@@ -5,12 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.config.ConfigLoader;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Properties;
 import org.junit.jupiter.api.Test;
 
-/** The configurations the zip ships in {@code conf/} are valid as shipped, so that a copy of them starts. */
+/**
+ * The configurations the zip ships in {@code conf/} are valid as shipped, so that a copy of them starts ({@code logback.xml}:
+ * {@link LoggingTest}).
+ */
 class ShippedConfigurationTest {
 
     private static final Path CONF = Path.of("src", "conf");
@@ -30,17 +31,5 @@ class ShippedConfigurationTest {
         ConclaveConfig dev = ConfigLoader.load(CONF.resolve("dev.json"), false);
         assertEquals(1, dev.bootstrapExpect());
         assertEquals(Path.of("data"), dev.dataDir());
-    }
-
-    @Test
-    void when_the_logging_configuration_is_read_then_every_key_is_slf4j_simples() throws Exception {
-        Properties properties = new Properties();
-        try (var reader = Files.newBufferedReader(CONF.resolve("logging.properties"))) {
-            properties.load(reader);
-        }
-        assertTrue(properties.size() >= 4, properties.toString());
-        for (String key : properties.stringPropertyNames()) {
-            assertTrue(key.startsWith("org.slf4j.simpleLogger."), key);
-        }
     }
 }

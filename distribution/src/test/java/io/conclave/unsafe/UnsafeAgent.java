@@ -19,6 +19,12 @@ public final class UnsafeAgent {
             System.err.println("usage: UnsafeAgent BUG[,BUG...] conclave-arguments...");
             System.exit(2);
         }
+        // before the first logger (Agent's, just below): the distribution's conf/logback.xml, as ConclaveCommand.execute
+        // points Logback at it; the test classes on this class path hold logback-test.xml, which writes to a file
+        String home = System.getProperty("conclave.home");
+        if (home != null && System.getProperty("logback.configurationFile") == null) {
+            System.setProperty("logback.configurationFile", java.nio.file.Path.of(home, "conf", "logback.xml").toString());
+        }
         Class.forName("io.conclave.engine.raft.runtime.UnsafeBugs").getMethod("enableForTests", String.class).invoke(null, args[0]);
         Object code = Class.forName("io.conclave.cli.ConclaveCommand").getMethod("execute", String[].class)
                 .invoke(null, (Object) Arrays.copyOfRange(args, 1, args.length));

@@ -480,6 +480,9 @@ final class AgentAssembly {
         agentApi.register(http);
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
+        if (config.ports().http() < 0) {
+            LOG.info("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only");
+        }
         if (config.ports().https() < 0) {
             return plain;
         }

@@ -44,11 +44,13 @@ public record ConclaveConfig(
         Optional<Path> pluginsDir,
         String logLevel,
         Tls tls,
-        Acl acl) {
+        Acl acl,
+        Log log) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
         java.util.Objects.requireNonNull(encrypt, "encrypt");
+        java.util.Objects.requireNonNull(log, "log");
         retryJoin = List.copyOf(retryJoin);
         staticServers = List.copyOf(staticServers);
         nodeMeta = Map.copyOf(nodeMeta);
@@ -67,6 +69,16 @@ public record ConclaveConfig(
             return "Acl[enabled=" + enabled + ", defaultAllow=" + defaultAllow + ", initialManagementToken="
                     + (initialManagementToken.isPresent() ? "(set)" : "(none)") + ", agentToken=" + (agentToken.isPresent() ? "(set)" : "(none)") + "]";
         }
+    }
+
+    /**
+     * Consul's logging keys beside {@code log_level}: {@code json} ({@code log_json}) writes one JSON object a line;
+     * {@code file} ({@code log_file}) logs to that file too (a path ending in {@code /}: {@code conclave.log} in that
+     * folder), which is rotated once it holds {@code rotateBytes} bytes ({@code log_rotate_bytes}, 0: no size limit) or
+     * was written for {@code rotateDuration} ({@code log_rotate_duration}), keeping {@code rotateMaxFiles} rotated files
+     * ({@code log_rotate_max_files}). The engine only carries them: the command line's logging back-end applies them.
+     */
+    public record Log(boolean json, Optional<Path> file, long rotateBytes, Duration rotateDuration, int rotateMaxFiles) {
     }
 
     /** {@code ports}: 0 picks a free port; {@code https} -1 (the default) opens no HTTPS listener. */
@@ -141,7 +153,7 @@ public record ConclaveConfig(
                 + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
-                + "]";
+                + ", log=" + log + "]";
     }
 
     /** The configuration section of provider {@code name}: {@code plugin_config.<name>}, or an empty object. */

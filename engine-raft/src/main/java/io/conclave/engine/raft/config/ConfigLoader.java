@@ -322,11 +322,52 @@ public final class ConfigLoader {
         String pluginsDirText = json.string("plugins_dir", null);
         String logLevel = json.string("log_level", "INFO").toUpperCase(java.util.Locale.ROOT);
         check(LOG_LEVELS.contains(logLevel), json.path("log_level"), logLevel, String.join(", ", LOG_LEVELS));
+        ConclaveConfig.Log log = readLog(json);
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log);
+    }
+
+    /** {@code log_rotate_duration}'s default: Consul's. */
+    public static final Duration DEFAULT_LOG_ROTATE_DURATION = Duration.ofHours(24);
+    /**
+     * {@code log_rotate_max_files}'s default and largest value. Consul's default, 0, keeps every rotated file, and its
+     * -1 keeps none; Conclave's rotation is Logback's fixed window of rotated files, which holds 1 to 20.
+     */
+    public static final int DEFAULT_LOG_ROTATE_MAX_FILES = 10;
+    public static final int MAX_LOG_ROTATE_MAX_FILES = 20;
+    /** The file {@code log_file} names when it is a folder (ends in {@code /}). */
+    public static final String DEFAULT_LOG_FILE_NAME = "conclave.log";
+    /** A smaller {@code log_rotate_bytes} would rotate at nearly every line. */
+    public static final long MIN_LOG_ROTATE_BYTES = 1024;
+
+    /** {@code log_json}, {@code log_file}, {@code log_rotate_bytes}, {@code log_rotate_duration}, {@code log_rotate_max_files}. */
+    private static ConclaveConfig.Log readLog(JsonReader json) {
+        boolean logJson = json.bool("log_json", false);
+        String file = json.string("log_file", null);
+        if (file != null && (file.isBlank() || file.indexOf('\0') >= 0)) {
+            throw new ConfigException(json.path("log_file"), "value \"" + file + "\" is not allowed: a file path, or a folder path"
+                    + " ending in '/' (conclave.log in it)");
+        }
+        long rotateBytes = json.integer("log_rotate_bytes", 0, 0, 1L << 40);
+        if (rotateBytes > 0 && rotateBytes < MIN_LOG_ROTATE_BYTES) {
+            throw new ConfigException(json.path("log_rotate_bytes"), "value " + rotateBytes + " is below " + MIN_LOG_ROTATE_BYTES
+                    + " (allowed: 0 for no size limit, or 1024 to 1099511627776)");
+        }
+        Duration rotateDuration = json.duration("log_rotate_duration", DEFAULT_LOG_ROTATE_DURATION, Duration.ofSeconds(1),
+                Duration.ofDays(365));
+        long rotateMaxFiles = json.integer("log_rotate_max_files", DEFAULT_LOG_ROTATE_MAX_FILES, Long.MIN_VALUE, Long.MAX_VALUE);
+        if (rotateMaxFiles < 1 || rotateMaxFiles > MAX_LOG_ROTATE_MAX_FILES) {
+            throw new ConfigException(json.path("log_rotate_max_files"), "value " + rotateMaxFiles + " is not allowed: 1 to "
+                    + MAX_LOG_ROTATE_MAX_FILES + " rotated files are kept (Consul's 0, keep them all, and -1, keep none, are not"
+                    + " offered: Logback's fixed window of rotated files holds 1 to " + MAX_LOG_ROTATE_MAX_FILES + ")");
+        }
+        // Consul's: a path ending in a separator is a folder, and the file in it is named after the product
+        Optional<Path> logFile = Optional.ofNullable(file).map(path -> path.endsWith("/") ? Path.of(path, DEFAULT_LOG_FILE_NAME)
+                : Path.of(path));
+        return new ConclaveConfig.Log(logJson, logFile, rotateBytes, rotateDuration, (int) rotateMaxFiles);
     }
 
     /** {@code acl}: {@code enabled}, {@code default_policy}, {@code tokens.initial_management}, {@code tokens.agent}. */
@@ -416,11 +457,15 @@ public final class ConfigLoader {
     }
 
     private static ConclaveConfig.Ports readPorts(JsonReader json) {
-        int http = (int) json.integer("http", DEFAULT_HTTP_PORT, 0, 65535);
+        int http = (int) json.integer("http", DEFAULT_HTTP_PORT, -1, 65535); // -1: no plain-HTTP listener (Consul's)
         int server = (int) json.integer("server", DEFAULT_SERVER_PORT, 0, 65535);
         int serfLan = (int) json.integer("serf_lan", DEFAULT_SERF_LAN_PORT, 0, 65535);
         int https = (int) json.integer("https", -1, -1, 65535); // -1: no HTTPS listener (Consul's default)
         json.finish();
+        if (http < 0 && https < 0) {
+            throw new ConfigException("ports.http", "value -1 turns plain HTTP off, and ports.https is " + (json.has("https") ? "-1" : "not set")
+                    + ": the agent would serve no HTTP API (set ports.https, with a certificate in tls, or ports.http to a port)");
+        }
         if (https > 0 && (https == http || https == server || https == serfLan)) {
             throw new ConfigException("ports.https", "value " + https + " is also used by another port: each port must differ (or be 0)");
         }

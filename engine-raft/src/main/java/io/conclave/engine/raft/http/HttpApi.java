@@ -237,9 +237,15 @@ public final class HttpApi {
         return this;
     }
 
-    /** Starts listening; the future gives the bound port. */
+    /**
+     * Starts listening; the future gives the bound port. A negative {@code port} ({@code ports.http} -1) opens no
+     * plain-HTTP listener and gives -1: the routes are served by {@link #listenHttps} alone.
+     */
     public Future<Integer> listen(Vertx vertx, String host, int port) {
         this.vertx = vertx;
+        if (port < 0) {
+            return Future.succeededFuture(-1);
+        }
         // HTTP/1.1 only (as Consul's API): without h2c detection Vert.x hands over each connection as it is
         // accepted, so that the header timeout starts then, not once the first request's headers are complete
         server = vertx.createHttpServer(new HttpServerOptions().setHost(host).setPort(port)

@@ -132,6 +132,20 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_ports_http_is_minus_one_then_plain_http_is_off_and_an_agent_without_https_too_is_refused_naming_both_keys() {
+        String files = "\"cert_file\": \"/a.pem\", \"key_file\": \"/a-key.pem\"";
+        ConclaveConfig httpsOnly = ConfigLoader.parse("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1, \"https\": 8501},"
+                + " \"tls\": {\"defaults\": {" + files + "}}}", false, "test.json");
+        assertEquals(-1, httpsOnly.ports().http());
+        assertEquals(8501, httpsOnly.ports().https());
+        ConfigException neither = rejected("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1}}");
+        assertEquals("ports.http", neither.key());
+        assertTrue(neither.getMessage().contains("ports.https is not set: the agent would serve no HTTP API"), neither.getMessage());
+        ConfigException bothOff = rejected("{\"data_dir\": \"/x\", \"ports\": {\"http\": -1, \"https\": -1}}");
+        assertTrue(bothOff.getMessage().contains("ports.https is -1"), bothOff.getMessage());
+    }
+
+    @Test
     void acl_is_off_unless_enabled_and_its_tokens_stay_out_of_messages() {
         ConclaveConfig plain = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
         assertFalse(plain.acl().enabled());
@@ -194,7 +208,8 @@ class ConfigLoaderTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
             "{\"data_dir\": \"/x\", \"bootstrap_expect\": 12}|bootstrap_expect|0 to 9",
-            "{\"data_dir\": \"/x\", \"ports\": {\"http\": 70000}}|ports.http|0 to 65535",
+            "{\"data_dir\": \"/x\", \"ports\": {\"http\": 70000}}|ports.http|-1 to 65535",
+            "{\"data_dir\": \"/x\", \"ports\": {\"http\": -2}}|ports.http|-1 to 65535",
             "{\"data_dir\": \"/x\", \"leave_drain_time\": \"2h\"}|leave_drain_time|0s to 10m",
             "{\"data_dir\": \"/x\", \"leave_timeout\": \"500ms\"}|leave_timeout|1s to 10m",
             "{\"data_dir\": \"/x\", \"raft\": {\"election_timeout_min\": \"3s\"}}|raft.election_timeout_max|above raft.election_timeout_min",
@@ -447,5 +462,36 @@ class ConfigLoaderTest {
         ConfigException invalid = assertThrows(ConfigException.class,
                 () -> ConfigLoader.loadAll(java.util.List.of(file), java.util.List.of(folder), false));
         assertEquals("raft.trailing_logs", invalid.key(), invalid.getMessage());
+    }
+
+    @Test
+    void when_the_logging_keys_are_set_then_they_are_read_and_a_folder_gets_conclave_log() {
+        ConclaveConfig.Log defaults = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").log();
+        assertEquals(new ConclaveConfig.Log(false, Optional.empty(), 0, Duration.ofHours(24), 10), defaults);
+        ConclaveConfig.Log set = ConfigLoader.parse("{\"data_dir\": \"/x\", \"log_json\": true, \"log_file\": \"/var/log/conclave/\","
+                + " \"log_rotate_bytes\": 1048576, \"log_rotate_duration\": \"1h\", \"log_rotate_max_files\": 3}", false, "test.json").log();
+        assertEquals(new ConclaveConfig.Log(true, Optional.of(java.nio.file.Path.of("/var/log/conclave/conclave.log")), 1 << 20,
+                Duration.ofHours(1), 3), set);
+        assertEquals(Optional.of(java.nio.file.Path.of("/var/log/agent.log")),
+                ConfigLoader.parse("{\"data_dir\": \"/x\", \"log_file\": \"/var/log/agent.log\"}", false, "test.json").log().file());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"log_json\": \"yes\"                | log_json             | true or false",
+        "\"log_file\": \" \"                  | log_file             | a file path, or a folder path",
+        "\"log_file\": 7                      | log_file             | a string",
+        "\"log_rotate_bytes\": 100            | log_rotate_bytes     | is below 1024",
+        "\"log_rotate_bytes\": -1             | log_rotate_bytes     | -1",
+        "\"log_rotate_duration\": \"0s\"      | log_rotate_duration  | 0s",
+        "\"log_rotate_duration\": \"daily\"   | log_rotate_duration  | daily",
+        "\"log_rotate_max_files\": 0          | log_rotate_max_files | Consul's 0, keep them all, and -1, keep none, are not offered",
+        "\"log_rotate_max_files\": -1         | log_rotate_max_files | value -1 is not allowed: 1 to 20",
+        "\"log_rotate_max_files\": 21         | log_rotate_max_files | value 21 is not allowed: 1 to 20",
+    })
+    void when_a_logging_key_is_wrong_then_the_message_names_it(String entry, String key, String part) {
+        ConfigException error = rejected("{\"data_dir\": \"/x\", " + entry + "}");
+        assertEquals(key, error.key(), error.getMessage());
+        assertTrue(error.getMessage().contains(part), error.getMessage());
     }
 }
