@@ -67,7 +67,7 @@ etcd_leader() {
 start_conclave() {
   for i in 0 1 2; do
     cat > "$work/c$i.json" <<JSON
-{"node_name": "c$i", "data_dir": "$work/conclave/c$i", "bootstrap_expect": 3,
+{"node_name": "c$i", "server": true, "data_dir": "$work/conclave/c$i", "bootstrap_expect": 3,
  "static_servers": ["127.0.0.1:24300", "127.0.0.1:24301", "127.0.0.1:24302"],
  "ports": {"http": 2450$i, "server": 2430$i, "serf_lan": 0}}
 JSON

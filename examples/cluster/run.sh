@@ -105,6 +105,7 @@ while [ $i -lt "$servers" ]; do
   cat > "$work/s$i/server.json" <<EOF
 {
   "node_name": "s$i",
+  "server": true,
   "datacenter": "dc1",
   "data_dir": "$work/s$i/data",
   "bind_addr": "127.0.0.1",

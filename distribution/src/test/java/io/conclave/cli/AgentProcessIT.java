@@ -19,7 +19,7 @@ class AgentProcessIT {
     void when_agent_runs_from_the_distribution_then_it_reports_itself_and_stops_cleanly_on_sigterm(@TempDir Path work) throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"node_name\": \"it-1\", \"data_dir\": \"" + work.resolve("data")
+        Files.writeString(config, "{\"server\": true, \"node_name\": \"it-1\", \"data_dir\": \"" + work.resolve("data")
                 + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             JsonObject self = new JsonObject(agent.awaitGet(port, "/v1/agent/self"));
@@ -70,8 +70,8 @@ class AgentProcessIT {
         Path data = work.resolve("data");
         Path first = work.resolve("first.json");
         Path second = work.resolve("second.json");
-        Files.writeString(first, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + ", \"server\": 0}}");
-        Files.writeString(second, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + ", \"server\": 0}}");
+        Files.writeString(first, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + ", \"server\": 0}}");
+        Files.writeString(second, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + ", \"server\": 0}}");
         try (AgentProcess holder = AgentProcess.start(work, "agent", "-config-file", first.toString())) {
             holder.awaitGet(firstPort, "/v1/agent/self");
             try (AgentProcess intruder = AgentProcess.start(work, "agent", "-config-file", second.toString())) {
@@ -89,7 +89,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path data = work.resolve("data");
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy();
@@ -116,7 +116,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Path emptyPlugins = Files.createDirectories(work.resolve("plugins"));
-        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
                 "-plugins-dir", emptyPlugins.toString())) {
             assertEquals(1, agent.awaitExit(Duration.ofSeconds(60)), agent.output());
@@ -135,7 +135,7 @@ class AgentProcessIT {
     @Test
     void when_configuration_has_an_unknown_key_then_process_exits_non_zero_naming_it(@TempDir Path work) throws Exception {
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"raft\": {\"election_timeout\": \"1s\"}}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"raft\": {\"election_timeout\": \"1s\"}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             int exit = agent.awaitExit(Duration.ofSeconds(60));
             String output = agent.output();
@@ -149,7 +149,7 @@ class AgentProcessIT {
     void when_log_level_is_set_then_the_agent_logs_at_that_level(@TempDir Path work) throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
                 + "\"log_level\": \"debug\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
@@ -161,7 +161,7 @@ class AgentProcessIT {
                 }
             });
         }
-        Files.writeString(config, "{\"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
                 + "\"log_level\": \"warn\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");

@@ -79,7 +79,7 @@ class AutopilotProcessIT {
         }
         Path config = work.resolve(name + ".json");
         Path data = work.resolve("data-" + name);
-        Files.writeString(config, "{" + SecureMode.config() + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
+        Files.writeString(config, "{\"server\": true, " + SecureMode.config() + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
                 + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"300ms\", "
                 + "\"autopilot\": {\"server_stabilization_time\": \"1s\"}, "
                 + "\"retry_join\": " + addresses + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft

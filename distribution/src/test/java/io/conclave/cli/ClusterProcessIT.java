@@ -89,7 +89,7 @@ class ClusterProcessIT {
         for (int i = 0; i < 3; i++) {
             int http = AgentProcess.freePort();
             Path config = work.resolve("s" + i + ".json");
-            Files.writeString(config, "{" + SecureMode.config() + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
+            Files.writeString(config, "{\"server\": true, " + SecureMode.config() + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
                     + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"" + leaveDrainTime + "\", \"static_servers\": " + addresses
                     + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
             String name = "s" + i;

@@ -25,7 +25,7 @@ class ConsulClientIT {
     void when_a_consul_client_talks_to_conclave_then_kv_status_and_raft_configuration_work(@TempDir Path work) throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"node_name\": \"consul-compat\", \"data_dir\": \"" + work.resolve("data")
+        Files.writeString(config, "{\"server\": true, \"node_name\": \"consul-compat\", \"data_dir\": \"" + work.resolve("data")
                 + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");

@@ -42,7 +42,7 @@ class CustomPluginIT {
         List<AgentProcess> agents = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
-                Path config = Files.writeString(work.resolve("s" + i + ".json"), "{\"node_name\": \"s" + i + "\", \"data_dir\": \""
+                Path config = Files.writeString(work.resolve("s" + i + ".json"), "{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \""
                         + work.resolve("data-" + i) + "\", \"bootstrap_expect\": 3, \"ports\": {\"http\": " + http[i] + ", \"server\": "
                         + raft[i] + ", \"serf_lan\": " + AgentProcess.freePort() + "}, \"plugins\": {\"membership\": \"file\"},"
                         + " \"plugin_config\": {\"file\": {\"path\": \"" + servers + "\"}}}");

@@ -215,7 +215,7 @@ class FastFailoverProcessIT {
                 }
             }
             Path config = dir.resolve("config.json");
-            Files.writeString(config, "{\"node_name\": \"s" + i + "\", \"data_dir\": \"" + dir.resolve("data") + "\", \"bootstrap_expect\": "
+            Files.writeString(config, "{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \"" + dir.resolve("data") + "\", \"bootstrap_expect\": "
                     + count + ", \"bind_addr\": \"" + hosts.address(i) + "\", \"client_addr\": \"" + hosts.address(i) + "\", \"ports\": {\"http\": "
                     + HTTP + ", \"server\": " + RAFT + ", \"serf_lan\": " + SERF + "}, \"retry_join\": " + join
                     + ", \"autopilot\": {\"cleanup_dead_servers\": false}}");

@@ -47,7 +47,7 @@ class GossipProcessIT {
             }
             String name = "g" + index;
             Path config = work.resolve(name + ".json");
-            Files.writeString(config, "{" + extraConfig + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \""
+            Files.writeString(config, "{\"server\": true, " + extraConfig + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \""
                     + work.resolve("data-" + name) + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"200ms\", "
                     + "\"retry_join\": " + joins + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft
                     + ", \"serf_lan\": " + serfPorts.get(index) + "}}");

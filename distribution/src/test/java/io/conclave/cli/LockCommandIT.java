@@ -45,7 +45,7 @@ class LockCommandIT {
             @TempDir Path work) throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"node_name\": \"locks\", \"data_dir\": \"" + work.resolve("data")
+        Files.writeString(config, "{\"server\": true, \"node_name\": \"locks\", \"data_dir\": \"" + work.resolve("data")
                 + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0}}");
         String address = "127.0.0.1:" + port;
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {

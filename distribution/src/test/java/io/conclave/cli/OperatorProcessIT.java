@@ -81,7 +81,7 @@ class OperatorProcessIT {
         server = AgentProcess.freePort();
         serfLan = AgentProcess.freePort();
         Path config = Files.writeString(work.resolve("agent.json"), new JsonObject()
-                .put("node_name", "op-1").put("data_dir", work.resolve("data").toString()).put("bootstrap_expect", 1)
+                .put("server", true).put("node_name", "op-1").put("data_dir", work.resolve("data").toString()).put("bootstrap_expect", 1)
                 .put("ports", new JsonObject().put("http", -1).put("https", https).put("server", server).put("serf_lan", serfLan))
                 .put("tls", new JsonObject().put("defaults", new JsonObject().put("ca_file", ca.toString())
                         .put("cert_file", certs.resolve("server.pem").toString()).put("key_file", certs.resolve("server-key.pem").toString())))
@@ -238,7 +238,7 @@ class OperatorProcessIT {
         AgentProcess.CommandRun good = conclave(Map.of(), "validate", work.resolve("agent.json").toString());
         assertEquals(0, good.exit(), good.output());
         assertEquals("Configuration is valid!", good.output().strip());
-        Path broken = Files.writeString(work.resolve("broken.json"), "{\"data_dir\": \"" + work.resolve("other") + "\", \"log_rotate_max_files\": 0}");
+        Path broken = Files.writeString(work.resolve("broken.json"), "{\"server\": true, \"data_dir\": \"" + work.resolve("other") + "\", \"log_rotate_max_files\": 0}");
         AgentProcess.CommandRun bad = conclave(Map.of(), "validate", broken.toString());
         assertEquals(2, bad.exit(), bad.output());
         assertTrue(bad.output().startsWith("Config validation failed: log_rotate_max_files: value 0 is not allowed"), bad.output());

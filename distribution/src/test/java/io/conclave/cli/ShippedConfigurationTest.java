@@ -20,6 +20,7 @@ class ShippedConfigurationTest {
     void when_the_sample_server_configuration_is_read_then_it_is_valid_and_says_what_it_shows() {
         ConclaveConfig server = ConfigLoader.load(CONF.resolve("server.json"), false);
         assertEquals("server-1", server.nodeName());
+        assertTrue(server.server(), "a server says so: without it an agent is a client");
         assertEquals(3, server.bootstrapExpect());
         assertTrue(server.plugins().isEmpty(), "no provider pinned: an override dropped into plugins/ wins by priority");
         assertEquals(java.util.Map.of("zone", "zone-a"), server.nodeMeta());
@@ -30,6 +31,7 @@ class ShippedConfigurationTest {
     void when_the_dev_configuration_is_read_then_it_is_a_single_server_keeping_its_data() {
         ConclaveConfig dev = ConfigLoader.load(CONF.resolve("dev.json"), false);
         assertEquals(1, dev.bootstrapExpect());
+        assertTrue(dev.server(), "a server says so: without it an agent is a client");
         assertEquals(Path.of("data"), dev.dataDir());
     }
 }

@@ -18,7 +18,7 @@ class ValidateCommandTest {
 
     @Test
     void when_the_configuration_is_valid_then_consuls_line_and_exit_0(@TempDir Path work) throws Exception {
-        Path file = Files.writeString(work.resolve("server.json"), "{\"data_dir\": \"" + work.resolve("data") + "\", // a comment\n"
+        Path file = Files.writeString(work.resolve("server.json"), "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", // a comment\n"
                 + " \"bootstrap_expect\": 3, \"log_json\": true, \"log_file\": \"" + work.resolve("logs") + "/\"}");
         Cli.Run valid = Cli.execute("validate", file.toString());
         assertEquals(0, valid.exitCode(), valid.err());
@@ -35,14 +35,14 @@ class ValidateCommandTest {
 
     @Test
     void when_a_key_is_wrong_then_one_line_names_it_and_the_exit_code_is_2(@TempDir Path work) throws Exception {
-        Path file = Files.writeString(work.resolve("server.json"), "{\"data_dir\": \"/var/lib/conclave\", \"raft\": {\"heartbeat\": \"1s\"}}");
+        Path file = Files.writeString(work.resolve("server.json"), "{\"server\": true, \"data_dir\": \"/var/lib/conclave\", \"raft\": {\"heartbeat\": \"1s\"}}");
         Cli.Run invalid = Cli.execute("validate", file.toString());
         assertEquals(2, invalid.exitCode());
         assertEquals("", invalid.out());
         assertEquals(1, invalid.err().lines().count(), invalid.err());
         assertTrue(invalid.err().startsWith("Config validation failed: raft.heartbeat: unknown key"), invalid.err());
 
-        Path broken = Files.writeString(work.resolve("broken.json"), "{\"data_dir\": ");
+        Path broken = Files.writeString(work.resolve("broken.json"), "{\"server\": true, \"data_dir\": ");
         assertTrue(Cli.execute("validate", broken.toString()).err().contains("broken.json is not valid JSON"));
         assertTrue(Cli.execute("validate", work.resolve("absent.json").toString()).err().contains("does not exist"));
         Cli.Run none = Cli.execute("validate");
@@ -52,7 +52,7 @@ class ValidateCommandTest {
 
     @Test
     void when_files_and_a_folder_are_given_then_they_merge_as_the_agent_merges_them(@TempDir Path work) throws Exception {
-        Path base = Files.writeString(work.resolve("base.json"), "{\"data_dir\": \"/var/lib/conclave\", \"ports\": {\"http\": -1}}");
+        Path base = Files.writeString(work.resolve("base.json"), "{\"server\": true, \"data_dir\": \"/var/lib/conclave\", \"ports\": {\"http\": -1}}");
         Path folder = Files.createDirectories(work.resolve("conf.d"));
         Files.writeString(folder.resolve("10-tls.json"), "{\"ports\": {\"https\": 8501}, \"tls\": {\"defaults\": {\"cert_file\": \"/a.pem\","
                 + " \"key_file\": \"/a-key.pem\"}}}");

@@ -113,6 +113,10 @@ public final class Agent implements AutoCloseable {
         DirectoryLock lock = DirectoryLock.acquire(dataDir);
         Optional<String> storedNodeId;
         try {
+            if (!config.server()) {
+                StateBinding.refuseClientOnServerState(dataDir);
+                throw new io.conclave.engine.raft.config.ConfigException("server", "value false: client agents are not built yet");
+            }
             storedNodeId = NodeIdFile.read(dataDir, config.nodeId());
             String storageName = registry.active(Spi.STORAGE).map(ProviderInfo::name).orElse("");
             boolean inMemory = storageName.equals(InMemoryStorageProvider.NAME);

@@ -74,6 +74,28 @@ final class StateBinding {
     }
 
     /**
+     * Refuses a client agent ({@code server} not true) on a data folder that holds a server's Raft state: an upgraded
+     * server whose configuration does not say {@code "server": true} (a client is the default, as Consul's) must never
+     * come up as a client and stop voting. A server records its storage provider before its first Raft write, so the
+     * record is the mark. Nothing is written.
+     *
+     * @throws ConfigException naming {@code server}
+     */
+    static void refuseClientOnServerState(Path dataDir) {
+        Optional<String> provider = recorded(dataDir);
+        boolean stateMachine = Files.exists(dataDir.resolve(STATE_MACHINE_FILE));
+        if (provider.isEmpty() && !stateMachine) {
+            return;
+        }
+        throw new io.conclave.engine.raft.config.ConfigException("server", "is not true (an agent is a client unless its configuration says"
+                + " \"server\": true, as Consul's), but data_dir " + dataDir + " holds a server's Raft state ("
+                + (provider.isPresent() ? "storage provider '" + provider.get() + "' recorded in " + dataDir.resolve(FILE_NAME)
+                : "a state machine recorded in " + dataDir.resolve(STATE_MACHINE_FILE)) + "): this agent was a server, and a client"
+                + " would stop voting. Set \"server\": true to start it as the server it is; to make it a client, have it leave the"
+                + " cluster first (conclave leave), then empty its data folder");
+    }
+
+    /**
      * Checks that {@code stateMachine} is the state machine this folder's log was applied with (nothing recorded: a new
      * server, or one from before the binding), and records it if nothing is; refuses otherwise, naming both.
      */

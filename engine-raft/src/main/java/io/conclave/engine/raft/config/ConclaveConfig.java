@@ -12,6 +12,9 @@ import java.util.Optional;
  * A node's validated, immutable configuration. Keys follow Consul's; see {@link ConfigLoader} for the
  * defaults and the allowed ranges.
  *
+ * <p>{@code server}: whether this agent is a Raft server; {@code false} (the default outside {@code -dev}, as Consul's)
+ * makes a client agent, which runs no Raft and forwards what needs the cluster's state to a server.
+ *
  * <p>{@code gossipLan} is {@code gossip_lan}, memberlist's LAN profile ({@link GossipSettings#LAN}) unless set;
  * {@code encrypt} is the gossip encryption key, the base64 of 16, 24 or 32 bytes, and stays out of
  * {@link #toString()}.
@@ -22,6 +25,7 @@ public record ConclaveConfig(
         String datacenter,
         Path dataDir,
         boolean dev,
+        boolean server,
         int bootstrapExpect,
         String bindAddr,
         String clientAddr,
@@ -148,7 +152,7 @@ public record ConclaveConfig(
     @Override
     public String toString() {
         return "ConclaveConfig[nodeName=" + nodeName + ", nodeId=" + nodeId + ", datacenter=" + datacenter + ", dataDir=" + dataDir
-                + ", dev=" + dev + ", bootstrapExpect=" + bootstrapExpect + ", bindAddr=" + bindAddr + ", clientAddr=" + clientAddr
+                + ", dev=" + dev + ", server=" + server + ", bootstrapExpect=" + bootstrapExpect + ", bindAddr=" + bindAddr + ", clientAddr=" + clientAddr
                 + ", ports=" + ports + ", retryJoin=" + retryJoin + ", staticServers=" + staticServers + ", leaveDrainTime="
                 + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")

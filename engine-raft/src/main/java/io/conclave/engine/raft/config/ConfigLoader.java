@@ -264,13 +264,19 @@ public final class ConfigLoader {
         if (dataDirText != null && dataDirText.isBlank()) {
             throw new ConfigException("data_dir", "value \"\" is empty: a folder path is required");
         }
-        boolean server = json.bool("server", true);
-        if (!server) {
-            throw new ConfigException("server", "value false is not supported: Conclave agents are servers (allowed: true)");
+        // Consul's default: an agent is a client unless it says it is a server (-dev runs one server)
+        boolean server = json.bool("server", dev);
+        if (dev && !server) {
+            throw new ConfigException("server", "value false conflicts with -dev, which runs one server (allowed: true)");
         }
         int bootstrapExpect = (int) json.integer("bootstrap_expect", dev ? 1 : 0, 0, MAX_BOOTSTRAP_EXPECT);
         if (dev && bootstrapExpect != 1) {
             throw new ConfigException("bootstrap_expect", "value " + bootstrapExpect + " conflicts with -dev, which runs one server (allowed: 1)");
+        }
+        if (!server && bootstrapExpect > 0) {
+            throw new ConfigException("bootstrap_expect", "value " + bootstrapExpect + " is set on a client agent: only servers bootstrap."
+                    + " Set \"server\": true for a server (" + (json.has("server") ? "server is false here" : "server is not set, and an"
+                    + " agent is a client unless it says \"server\": true, as Consul's") + "), or remove bootstrap_expect");
         }
         String bindAddr = json.string("bind_addr", DEFAULT_BIND_ADDR);
         checkAddress(json.path("bind_addr"), bindAddr);
@@ -325,7 +331,7 @@ public final class ConfigLoader {
         ConclaveConfig.Log log = readLog(json);
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
-        return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, bootstrapExpect, bindAddr, clientAddr,
+        return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, server, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
                 pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log);
     }

@@ -48,7 +48,7 @@ class AgentTest {
 
     @Test
     void when_agent_starts_then_it_reports_itself_and_its_plugins(@TempDir Path dataDir) throws Exception {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             Response self = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/self");
             assertEquals(200, self.status());
@@ -89,7 +89,7 @@ class AgentTest {
 
     @Test
     void when_agent_restarts_then_node_id_is_kept(@TempDir Path dataDir) {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
         String first;
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             first = agent.nodeId();
@@ -101,12 +101,12 @@ class AgentTest {
 
     @Test
     void when_configured_node_id_differs_from_stored_one_then_start_fails(@TempDir Path dataDir) throws Exception {
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             assertFalse(agent.nodeId().isEmpty());
         }
         Path config = dataDir.resolveSibling(dataDir.getFileName() + ".json");
-        Files.writeString(config, "{\"data_dir\": \"" + dataDir + "\", \"node_id\": \"0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11\"}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_id\": \"0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11\"}");
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int exit = AgentLauncher.run(config, false, null, new PrintStream(err, true, StandardCharsets.UTF_8));
         assertEquals(AgentLauncher.EXIT_CONFIGURATION, exit);

@@ -40,7 +40,7 @@ class StateBindingTest {
 
     private Path config(String extra) throws Exception {
         Path file = work.resolve("config-" + System.nanoTime() + ".json");
-        Files.writeString(file, "{\"data_dir\": \"" + dataDir() + "\", \"ports\": {\"http\": 0, \"server\": 0}, \"bootstrap_expect\": 1"
+        Files.writeString(file, "{\"server\": true, \"data_dir\": \"" + dataDir() + "\", \"ports\": {\"http\": 0, \"server\": 0}, \"bootstrap_expect\": 1"
                 + extra + "}");
         return file;
     }
@@ -111,6 +111,26 @@ class StateBindingTest {
     void when_in_memory_storage_is_chosen_over_a_persistent_data_dir_then_the_start_is_refused_and_no_id_is_made() throws Exception {
         assertRefused(config(", \"plugins\": {\"storage\": \"in-memory\"}"), "keeps nothing across restarts", "-dev");
         assertFalse(Files.exists(dataDir().resolve(NodeIdFile.FILE_NAME)), "no node ID was invented");
+    }
+
+    @Test
+    void when_a_servers_data_dir_is_started_without_server_true_then_the_start_is_refused_naming_server() throws Exception {
+        runOnceWithState();
+        for (String serverKey : new String[] {"", ", \"server\": false"}) { // not set (a client by default), or false
+            Path config = work.resolve("client-" + System.nanoTime() + ".json");
+            Files.writeString(config, "{\"data_dir\": \"" + dataDir() + "\", \"ports\": {\"http\": 0, \"server\": 0}" + serverKey + "}");
+            Map<String, String> before = fingerprint();
+            io.conclave.engine.raft.config.ConfigException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.conclave.engine.raft.config.ConfigException.class, () -> Agent.start(ConfigLoader.load(config, false), null).stop());
+            assertEquals("server", refused.key(), refused.getMessage());
+            assertTrue(refused.getMessage().contains("holds a server's Raft state") && refused.getMessage().contains("mapdb"),
+                    refused.getMessage());
+            assertEquals(before, fingerprint(), "the data folder is left as it was");
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(AgentLauncher.EXIT_CONFIGURATION, AgentLauncher.run(config, false, null,
+                    new PrintStream(err, true, StandardCharsets.UTF_8)), "the launcher exits 2 naming the key: " + err);
+            assertTrue(err.toString(StandardCharsets.UTF_8).contains("server"), err.toString(StandardCharsets.UTF_8));
+        }
     }
 
     @Test

@@ -80,7 +80,7 @@ class StateMachinePluginTest {
         Path plugins = Files.createDirectories(work.resolve("plugins"));
         PluginJarBuilder.build(work, plugins.resolve("register.jar"), PluginJarBuilder.testModulePath(), registerPlugin());
         Path dataDir = work.resolve("data");
-        String json = "{\"data_dir\": \"" + dataDir + "\", \"node_name\": \"solo\", \"bootstrap_expect\": 1,"
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_name\": \"solo\", \"bootstrap_expect\": 1,"
                 + " \"ports\": {\"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), plugins)) {
             int port = agent.httpPort();

@@ -67,7 +67,7 @@ class UnaskedRemovalTest {
         List<Agent> agents = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
-                String json = "{\"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\", \"bootstrap_expect\": 3, "
+                String json = "{\"server\": true, \"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\", \"bootstrap_expect\": 3, "
                         + "\"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], \"ports\": {\"http\": 0, \"server\": "
                         + raftPorts.get(i) + "}}";
                 agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));

@@ -221,7 +221,9 @@ class ConfigLoaderTest {
             "{\"data_dir\": \"/x\", \"static_servers\": [\"nohost\"]}|static_servers[0]|host:port",
             "{\"data_dir\": \"/x\", \"retry_join\": [\"ok:8301\", \"bad:0\"]}|retry_join[1]|port 1-65535",
             "{\"data_dir\": \"/x\", \"retry_join\": [\"a:8301\"], \"static_servers\": [\"b:8300\"]}|retry_join|choose one",
-            "{\"data_dir\": \"/x\", \"server\": false}|server|allowed: true",
+            "{\"data_dir\": \"/x\", \"bootstrap_expect\": 3}|bootstrap_expect|server is not set",
+            "{\"data_dir\": \"/x\", \"server\": false, \"bootstrap_expect\": 1}|bootstrap_expect|server is false here",
+            "{\"data_dir\": \"/x\", \"server\": \"yes\"}|server|true or false",
             "{}|data_dir|missing",
     })
     void when_value_is_out_of_range_then_error_names_key_and_allowed_range(String json, String key, String allowed) {
@@ -236,6 +238,16 @@ class ConfigLoaderTest {
             "a b,false", "host:80x,false", "'',false", "[::1]:,false"})
     void join_addresses_are_a_host_and_an_optional_port(String address, boolean valid) {
         assertEquals(valid, ConfigLoader.isJoinAddress(address), address);
+    }
+
+    @Test
+    void when_server_is_not_set_then_the_agent_is_a_client_as_consuls_and_dev_is_a_server() {
+        assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").server(), "Consul's default: a client");
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\", \"server\": true}", false, "test.json").server());
+        assertTrue(ConfigLoader.dev().server(), "-dev runs a server");
+        ConfigException devClient = assertThrows(ConfigException.class,
+                () -> ConfigLoader.parse("{\"server\": false}", true, "test.json"));
+        assertEquals("server", devClient.key(), devClient.getMessage());
     }
 
     @Test
