@@ -2,9 +2,11 @@ package io.conclave.api.membership;
 
 /** The tag keys Conclave servers publish through membership. */
 public final class MemberTags {
-    /** {@value}: {@link #ROLE_SERVER} for a Raft server. */
+    /** {@value}: {@link #ROLE_SERVER} for a Raft server, {@link #ROLE_NODE} for a client agent. */
     public static final String ROLE = "role";
     public static final String ROLE_SERVER = "server";
+    /** {@value}: the role of a client agent (Consul's serf tag for one): it runs no Raft, and no server takes it for one. */
+    public static final String ROLE_NODE = "node";
     /** {@value}: the server's node ID (UUID). */
     public static final String NODE_ID = "id";
     /** {@value}: {@code host:port} of the Raft service. */

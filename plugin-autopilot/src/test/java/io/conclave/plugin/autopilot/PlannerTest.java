@@ -105,6 +105,30 @@ class PlannerTest {
         assertNull(next(), "a failed member is not added");
     }
 
+    /** A client agent as membership shows it: Consul's role tag {@code node}, an ID, a datacenter, no Raft address. */
+    private void client(String id, MemberStatus status) {
+        members.removeIf(member -> id.equals(member.tag(MemberTags.NODE_ID)));
+        members.add(new Member("client-" + id, "127.0.0.1", 2000, Map.of(MemberTags.ROLE, MemberTags.ROLE_NODE, MemberTags.NODE_ID, id,
+                MemberTags.DATACENTER, DC, MemberTags.VERSION, "1"), status));
+    }
+
+    @Test
+    void when_client_agents_join_leave_or_fail_then_autopilot_neither_adds_nor_removes_anything() {
+        voters(3);
+        for (MemberStatus status : List.of(MemberStatus.ALIVE, MemberStatus.LEFT, MemberStatus.FAILED, MemberStatus.ALIVE)) {
+            client("c1", status);
+            client("c2", status);
+            assertNull(next(), "a client that is " + status + " changes nothing in the configuration");
+            assertFalse(health().containsKey("c1"), "and is no server whose health autopilot reports");
+        }
+        // a client whose ID is a server's (forged, or a server made a client on the same data): still not a server
+        members.removeIf(member -> "s2".equals(member.tag(MemberTags.NODE_ID)));
+        client("s2", MemberStatus.LEFT);
+        Planner.Action action = next();
+        assertFalse(action instanceof Planner.Remove remove && remove.reason().contains("leave intent"),
+                "a client's leave is never taken for the server's: " + action);
+    }
+
     @Test
     void when_a_server_leaves_then_it_is_removed_at_once_but_never_below_min_quorum_nor_past_quorum() {
         voters(5);

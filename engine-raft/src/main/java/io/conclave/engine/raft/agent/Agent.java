@@ -56,7 +56,7 @@ public final class Agent implements AutoCloseable {
     private final NodeIdentity identity;
     private final Vertx vertx;
     private final BlockedThreadWatch blockedThreads;
-    private final AgentAssembly assembly;
+    private final Assembly assembly;
     private final Promise<Void> terminated = Promise.promise();
     private boolean stopped;
     private volatile Throwable failure;
@@ -66,11 +66,13 @@ public final class Agent implements AutoCloseable {
         this.dataDirLock = dataDirLock;
         this.dataDir = dataDir;
         this.temporaryDataDir = temporaryDataDir;
-        String raftAddress = config.bindAddr() + ":" + config.ports().server();
+        String raftAddress = config.server() ? config.bindAddr() + ":" + config.ports().server() : ""; // a client runs no Raft
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
         this.vertx = Vertx.vertx(vertxOptions());
         this.blockedThreads = BlockedThreadWatch.install(vertx);
-        this.assembly = new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause);
+        this.assembly = config.server()
+                ? new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause)
+                : new ClientAssembly(config, registry, dataDir, identity, vertx, blockedThreads, this::stopBecause);
     }
 
     private static VertxOptions vertxOptions() {
@@ -113,11 +115,24 @@ public final class Agent implements AutoCloseable {
         DirectoryLock lock = DirectoryLock.acquire(dataDir);
         Optional<String> storedNodeId;
         try {
-            if (!config.server()) {
-                StateBinding.refuseClientOnServerState(dataDir);
-                throw new io.conclave.engine.raft.config.ConfigException("server", "value false: client agents are not built yet");
-            }
             storedNodeId = NodeIdFile.read(dataDir, config.nodeId());
+            if (!config.server()) { // a client agent: no storage, no Raft state, never on a server's data
+                StateBinding.refuseClientOnServerState(dataDir);
+                storedNodeId = storedNodeId.or(() -> {
+                    String fresh = NodeIdFile.fresh(config.nodeId());
+                    StateBinding.markClient(dataDir); // before the ID: a server started here later knows the ID held no Raft state
+                    NodeIdFile.write(dataDir, fresh);
+                    return Optional.of(fresh);
+                });
+                Agent client = new Agent(config, registry, dataDir, temporary, storedNodeId.get(), true, lock);
+                try {
+                    client.assembly.assemble();
+                } catch (RuntimeException e) {
+                    client.stop();
+                    throw e;
+                }
+                return client;
+            }
             String storageName = registry.active(Spi.STORAGE).map(ProviderInfo::name).orElse("");
             boolean inMemory = storageName.equals(InMemoryStorageProvider.NAME);
             if (!(inMemory && config.dev())) { // -dev's in-memory storage has no state to bind
@@ -144,7 +159,7 @@ public final class Agent implements AutoCloseable {
      * stops with the reason.
      */
     public Future<Void> leave() {
-        return assembly.leave().leave();
+        return assembly.leave();
     }
 
     /**
@@ -153,8 +168,8 @@ public final class Agent implements AutoCloseable {
      * server stays in the configuration, and restarts on its data as a member.
      */
     public void shutdown(Duration handOver) {
-        if (!stopped && assembly.leave() != null) {
-            assembly.leave().handOverBeforeStop(handOver);
+        if (!stopped) {
+            assembly.handOverBeforeStop(handOver);
         }
         stop();
     }

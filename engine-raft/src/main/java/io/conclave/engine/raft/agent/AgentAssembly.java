@@ -86,7 +86,7 @@ import org.slf4j.LoggerFactory;
  * adapters; autopilot; the HTTP listeners. {@link #close} takes it down in the reverse order. Every step blocks the
  * caller (the agent's starting or stopping thread), never an event loop.
  */
-final class AgentAssembly {
+final class AgentAssembly implements Assembly {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.agent");
     private static final long STEP_TIMEOUT_SECONDS = 60;
@@ -151,13 +151,14 @@ final class AgentAssembly {
         this.tls = new TlsSetup(vertx, config.datacenter(), config.tls().domain());
     }
 
-    /** Builds everything, in order; on failure the caller closes what was built. */
-    void assemble() {
+    @Override
+    public void assemble() {
         startPlugins();
         startRaft();
         startServices();
         startAutopilot();
         httpPort = await(startHttp());
+        httpReady = true;
         LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), identity.nodeId(),
                 config.datacenter(), config.clientAddr(), httpPort, activeNames());
     }
@@ -273,7 +274,7 @@ final class AgentAssembly {
         admission = new Admission(clusterRpc.client(), membership, identity.nodeId(), config.datacenter(), transport::clusterId,
                 transport::clusterId, hasRaftState::get, () -> bootstrapper.stop(), machineProvider.name());
         clusterRpc.admission(admission);
-        int port = await(transport.listen(config.bindAddr(), config.ports().server(), clusterRpc.service()));
+        int port = await(transport.listen(config.bindAddr(), config.ports().server(), this::forwardedRequest, clusterRpc.service()));
         ConclaveConfig.Raft timing = config.raft();
         RaftTiming ticks = RaftTiming.of(timing);
         RaftNode.Options options = new RaftNode.Options(ticks.tickMillis(), timing.snapshotThreshold(), timing.trailingLogs(), 2,
@@ -316,6 +317,30 @@ final class AgentAssembly {
             LOG.info("no Raft state and bootstrap_expect is 0: waiting to be added to a cluster");
         }
     }
+
+    /**
+     * A request on the server port that is not gRPC: a client agent's forwarded HTTP API request (HTTP/2, naming its
+     * agent, a {@code /v1/} path) is served by this server's own router, once it is up; anything else is refused, as
+     * the gRPC server refuses what it cannot read.
+     */
+    private void forwardedRequest(io.vertx.core.http.HttpServerRequest request) {
+        if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2 || request.getHeader(HttpApi.FORWARDED_BY_HEADER) == null
+                || !request.path().startsWith("/v1/")) {
+            request.response().setStatusCode(415).putHeader("Content-Type", "text/plain; charset=utf-8")
+                    .end("this is a server port: gRPC between servers, and the HTTP API for client agents (HTTP/2); the HTTP API is"
+                            + " on ports.http\n");
+            return;
+        }
+        if (!httpReady) {
+            request.response().setStatusCode(503).putHeader("Retry-After", "1").putHeader("Content-Type", "text/plain; charset=utf-8")
+                    .end("this server is starting: try another\n");
+            return;
+        }
+        http.serveForwarded(request);
+    }
+
+    /** Whether the HTTP API's routes are all registered, so that a forwarded request finds them. */
+    private volatile boolean httpReady;
 
     /** Bootstraps this server's first configuration and takes the cluster ID the bootstrapping servers derived. */
     private void formCluster(ClusterConfiguration configuration, String clusterId, AtomicBoolean hasRaftState) {
@@ -532,28 +557,40 @@ final class AgentAssembly {
 
     // ---------------------------------------------------------------- what the agent reads
 
-    int httpPort() {
+    @Override
+    public int httpPort() {
         return httpPort;
     }
 
-    int httpsPort() {
+    @Override
+    public int httpsPort() {
         return httpsPort;
     }
 
-    HttpApi http() {
+    @Override
+    public HttpApi http() {
         return http;
     }
 
-    LeaveCoordinator leave() {
-        return leave;
+    @Override
+    public Future<Void> leave() {
+        return leave == null ? Future.failedFuture(new IllegalStateException("the agent is still starting")) : leave.leave();
     }
 
-    int blockingQueries() {
+    @Override
+    public void handOverBeforeStop(Duration handOver) {
+        if (leave != null) {
+            leave.handOverBeforeStop(handOver);
+        }
+    }
+
+    @Override
+    public int blockingQueries() {
         return kv == null ? 0 : kv.watches().waiting();
     }
 
-    /** {@code /v1/agent/self}, as answered now without the core's counters. */
-    JsonObject self() {
+    @Override
+    public JsonObject self() {
         return agentApi.self(Map.of());
     }
 
@@ -563,7 +600,8 @@ final class AgentAssembly {
      * Takes everything down in the reverse order of {@link #assemble}: listeners, keepers, autopilot, the node, the
      * transport, membership, storage. What was never built is skipped.
      */
-    void close() {
+    @Override
+    public void close() {
         await(http.close());
         if (tombstoneReaper != null) {
             tombstoneReaper.stop();

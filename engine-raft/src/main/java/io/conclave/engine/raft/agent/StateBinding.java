@@ -23,6 +23,11 @@ final class StateBinding {
     static final String FILE_NAME = "storage-provider";
     /** Records the state machine provider that applied this server's log: every server of a cluster runs the same one. */
     static final String STATE_MACHINE_FILE = "state-machine";
+    /**
+     * Marks a data folder whose node ID a client agent made: that ID never held Raft state, so a server started on the
+     * folder later (a client made a server) may keep it without the storage record a server's ID always has.
+     */
+    static final String CLIENT_FILE = "client-agent";
 
     /** The start is refused: the message says what is inconsistent and what to do. */
     static final class Refused extends StorageException {
@@ -65,7 +70,7 @@ final class StateBinding {
                     + " storage plugin (MapDB) in the plugins folder (" + (pluginsDir == null ? "none given" : pluginsDir)
                     + "), or run with -dev");
         }
-        if (hasNodeId && recorded.isEmpty() && !inMemory) {
+        if (hasNodeId && recorded.isEmpty() && !inMemory && !Files.exists(dataDir.resolve(CLIENT_FILE))) {
             throw new Refused(dataDir.resolve(NodeIdFile.FILE_NAME) + " holds a node ID, but no storage state is recorded for it"
                     + " (no " + dataDir.resolve(FILE_NAME) + "): its term, vote and log are gone, and starting would reuse the ID with"
                     + " a fresh term. Restore the data folder from a backup, or remove " + NodeIdFile.FILE_NAME
@@ -124,6 +129,16 @@ final class StateBinding {
             return;
         }
         writeDurably(dataDir, FILE_NAME, provider + "\n");
+        try {
+            Files.deleteIfExists(dataDir.resolve(CLIENT_FILE)); // a client made a server: its ID is bound to state from now on
+        } catch (IOException e) {
+            throw new StorageException("cannot remove " + dataDir.resolve(CLIENT_FILE) + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Marks {@code dataDir} as a client agent's ({@link #CLIENT_FILE}), durably, before its node ID is written. */
+    static void markClient(Path dataDir) {
+        writeDurably(dataDir, CLIENT_FILE, "a client agent made this folder's node ID: it never held Raft state\n");
     }
 
     /** Writes {@code name} in {@code folder} atomically and durably: temporary file synced, renamed, folder synced. */

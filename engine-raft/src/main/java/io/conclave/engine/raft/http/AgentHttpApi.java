@@ -55,6 +55,28 @@ public final class AgentHttpApi {
         this.stateless = stateless;
         this.pluginList = pluginList;
         this.leave = leave;
+        this.knownServers = null;
+    }
+
+    private final java.util.function.IntSupplier knownServers;
+
+    /**
+     * A client agent's: no Raft node, so {@code /v1/agent/self} has Consul's client {@code Stats.consul}
+     * ({@code server} false, {@code known_servers}) and no {@code Stats.raft}, and {@code /v1/status/*} is not served
+     * here (a server answers it: the client forwards it).
+     *
+     * @param knownServers how many alive servers this client knows now
+     */
+    public AgentHttpApi(Self self, Supplier<Member> member, java.util.function.IntSupplier knownServers, Supplier<JsonArray> pluginList,
+                        Supplier<Future<Void>> leave) {
+        this.raft = null;
+        this.self = self;
+        this.member = member;
+        this.coreCounters = () -> Future.succeededFuture(Map.of());
+        this.stateless = () -> false;
+        this.pluginList = pluginList;
+        this.leave = leave;
+        this.knownServers = knownServers;
     }
 
     public void register(HttpApi http) {
@@ -63,6 +85,10 @@ public final class AgentHttpApi {
         http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave.get()
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
+        http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, pluginList.get()));
+        if (raft == null) {
+            return; // a client agent: the status endpoints are a server's, forwarded to one
+        }
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
             String address = raft.leaderAddress();
             HttpApi.json(request, 200, "\"" + (address == null ? "" : address) + "\"");
@@ -72,7 +98,6 @@ public final class AgentHttpApi {
             raft.configuration().servers().forEach(server -> peers.add(server.address())); // non-voters too, as Consul lists them
             HttpApi.json(request, 200, peers);
         });
-        http.route(HttpMethod.GET, "/v1/agent/plugins", request -> HttpApi.json(request, 200, pluginList.get()));
     }
 
     /** {@code /v1/agent/self}, with the core's election counters in {@code Stats.raft} (Conclave's, beyond Consul's keys). */
@@ -82,7 +107,10 @@ public final class AgentHttpApi {
                 .put("Member", MembershipHttpApi.memberJson(member.get()))
                 .put("Meta", new JsonObject(new LinkedHashMap<String, Object>(self.meta())))
                 .put("Plugins", self.plugins().get())
-                .put("Stats", new JsonObject().put("raft", raftStats(counters)));
+                .put("Stats", raft == null
+                        ? new JsonObject().put("consul", new JsonObject().put("server", "false")
+                                .put("known_servers", Integer.toString(knownServers.getAsInt())))
+                        : new JsonObject().put("raft", raftStats(counters)));
     }
 
     /** Consul's {@code Stats.raft}, as strings like Consul's, plus the removal policy. */

@@ -54,21 +54,56 @@ public final class HttpApi {
     /** The header timer of each connection waiting for a request's headers. */
     private final java.util.concurrent.ConcurrentHashMap<HttpConnection, Long> headerTimers = new java.util.concurrent.ConcurrentHashMap<>();
     private Vertx vertx;
-    /** What to do once the request now on a connection is answered, or its connection closes first. */
-    private final java.util.concurrent.ConcurrentHashMap<HttpConnection, Runnable> whenDone = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * What to do once a request is answered, or its connection (HTTP/1.x: one request at a time, keyed by the
+     * connection) or its stream (HTTP/2, a request forwarded by a client agent over the server port: keyed by the
+     * request) closes first.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Object, Runnable> whenDone = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** Runs {@code action} once {@code request} is answered or its connection closed, whichever comes first; once. */
     public void whenDone(HttpServerRequest request, Runnable action) {
-        whenDone.merge(request.connection(), action, (first, second) -> () -> {
+        whenDone.merge(doneKey(request), action, (first, second) -> () -> {
             first.run();
             second.run();
         });
     }
 
-    private void done(HttpConnection connection) {
-        Runnable action = whenDone.remove(connection);
+    private static Object doneKey(HttpServerRequest request) {
+        return request.version() == io.vertx.core.http.HttpVersion.HTTP_2 ? request : request.connection();
+    }
+
+    private void done(Object key) {
+        Runnable action = whenDone.remove(key);
         if (action != null) {
             action.run();
+        }
+    }
+
+    /**
+     * The request header a client agent sets on every request it forwards to a server (over the server port, HTTP/2):
+     * its node name, which the server takes where Consul's server takes the agent's own (a session's default node).
+     */
+    public static final String FORWARDED_BY_HEADER = "X-Conclave-Agent";
+
+    /**
+     * The node of the agent that took {@code request} from its client: the client agent that forwarded it
+     * ({@link #FORWARDED_BY_HEADER}, when it names a node), else {@code local}, this agent.
+     */
+    public static String agentNode(HttpServerRequest request, String local) {
+        String forwardedBy = request.getHeader(FORWARDED_BY_HEADER);
+        return forwardedBy != null && io.conclave.engine.raft.config.ConfigLoader.isNodeName(forwardedBy) ? forwardedBy : local;
+    }
+
+    /**
+     * Fails a request whose answer was begun and cannot be finished, so that its client sees it fail: its connection is
+     * closed (HTTP/1.x), or its stream reset (HTTP/2: a client agent's connection carries other requests too).
+     */
+    public static void abort(HttpServerRequest request) {
+        if (request.version() == io.vertx.core.http.HttpVersion.HTTP_2) {
+            request.response().reset();
+        } else {
+            request.connection().close();
         }
     }
 
@@ -356,6 +391,32 @@ public final class HttpApi {
                     .onComplete(done -> connection.close());
             return;
         }
+        route(request);
+    }
+
+    /**
+     * Serves a request a client agent forwarded over the server port (HTTP/2, one stream per request, on the transport's
+     * listener: see {@link #FORWARDED_BY_HEADER}) exactly as one that came to this agent's own HTTP port: the same
+     * routes, gate and handlers, the same body budget. Only the connection's admission (per-address limits, header
+     * timeout) is the server port's own: a client agent multiplexes its clients' requests over few connections.
+     */
+    public void serveForwarded(HttpServerRequest request) {
+        long started = System.nanoTime();
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("forwarded request {} {} from {}", request.method(), request.uri(), request.getHeader(FORWARDED_BY_HEADER));
+        }
+        request.response().endHandler(ended -> {
+            done(request);
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("forwarded request {} {} answered {} in {} us", request.method(), request.uri(),
+                        request.response().getStatusCode(), (System.nanoTime() - started) / 1000);
+            }
+        });
+        request.response().closeHandler(closed -> done(request)); // the stream reset, or the connection gone
+        route(request);
+    }
+
+    private void route(HttpServerRequest request) {
         String path = request.path();
         boolean pathKnown = false;
         for (Route route : routes) {
@@ -400,6 +461,12 @@ public final class HttpApi {
      * unfinished body to its end ({@code KvApiTest} and {@code AbuseProcessIT} count what the server took).
      */
     public static void error(HttpServerRequest request, int status, String message) {
+        if (request.version() == io.vertx.core.http.HttpVersion.HTTP_2) {
+            // a forwarded request: its stream alone is answered; a body not read stays unread (the client agent stops
+            // sending it once it sees this answer), and the connection, shared by other requests, stays open
+            request.response().setStatusCode(status).putHeader("Content-Type", "text/plain; charset=utf-8").end(message + "\n");
+            return;
+        }
         boolean unreadBody = !request.isEnded() && hasBody(request);
         if (unreadBody) {
             request.response().putHeader("Connection", "close");
@@ -424,7 +491,7 @@ public final class HttpApi {
      * writes its whole body before reading (as the JDK's does) got "connection reset" instead of its 413 (seen in
      * {@code KvApiTest}). A body far past the limit (100 MB) is still never read to its end.
      */
-    private static void lingerThenClose(HttpServerRequest request) {
+    static void lingerThenClose(HttpServerRequest request) {
         io.vertx.core.http.HttpConnection connection = request.connection();
         io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
         if (context == null) {

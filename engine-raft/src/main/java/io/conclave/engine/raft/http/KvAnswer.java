@@ -179,7 +179,7 @@ final class KvAnswer {
                 if (!opened) {
                     HttpApi.error(request, 500, "cannot encode the answer: " + result.cause().getMessage());
                 } else {
-                    request.connection().close(); // half an answer sent: the client must see it fail
+                    HttpApi.abort(request); // half an answer sent: the client must see it fail
                 }
                 return;
             }

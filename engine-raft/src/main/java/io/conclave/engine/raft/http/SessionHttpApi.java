@@ -76,7 +76,7 @@ public final class SessionHttpApi {
         http.readBody(request, 64 * 1024, "a session", body -> {
             Session session;
             try {
-                session = parse(body.length() == 0 ? new JsonObject() : body.toJsonObject());
+                session = parse(body.length() == 0 ? new JsonObject() : body.toJsonObject(), HttpApi.agentNode(request, nodeName));
             } catch (DecodeException | ClassCastException e) {
                 HttpApi.error(request, 400, "Request decode failed: the body is not a JSON object");
                 return;
@@ -103,12 +103,15 @@ public final class SessionHttpApi {
         }
     }
 
-    /** Consul's fields, keys matched without regard to case. */
-    Session parse(JsonObject given) {
+    /**
+     * Consul's fields, keys matched without regard to case; {@code agentNode} is the node of the agent that took the
+     * request (this server, or the client agent that forwarded it): a session's node unless it names one.
+     */
+    Session parse(JsonObject given, String agentNode) {
         Map<String, Object> fields = new java.util.TreeMap<>(String.CASE_INSENSITIVE_ORDER);
         fields.putAll(given.getMap());
         String name = text(fields, "Name", "");
-        String nodeOf = text(fields, "Node", nodeName);
+        String nodeOf = text(fields, "Node", agentNode);
         String behaviorText = text(fields, "Behavior", "release");
         Session.Behavior behavior = switch (behaviorText) {
             case "", "release" -> Session.Behavior.RELEASE;
@@ -166,7 +169,7 @@ public final class SessionHttpApi {
                 status = member.status();
             }
         }
-        if (status == null && !nodeOf.equals(nodeName)) {
+        if (status == null && !nodeOf.equals(nodeName) && !nodeOf.equals(agentNode)) {
             throw new Invalid("Missing node registration");
         }
         if (checks.contains(SessionKeeper.SERF_HEALTH) && status != null && status != MemberStatus.ALIVE) {

@@ -115,6 +115,16 @@ public final class GrpcRaftTransport {
      * port (0 picks a free one).
      */
     public Future<Integer> listen(String host, int port, io.vertx.grpc.server.Service... extraServices) {
+        return listen(host, port, null, extraServices);
+    }
+
+    /**
+     * As {@link #listen(String, int, io.vertx.grpc.server.Service...)}, and hands every request that is not gRPC (its
+     * content type does not start with {@code application/grpc}) to {@code otherRequests}, when given: the HTTP API
+     * requests client agents forward over this port (HTTP/2, with the port's TLS).
+     */
+    public Future<Integer> listen(String host, int port, io.vertx.core.Handler<io.vertx.core.http.HttpServerRequest> otherRequests,
+                                  io.vertx.grpc.server.Service... extraServices) {
         GrpcServer grpc = GrpcServer.server(vertx, new GrpcServerOptions().setMaxMessageSize(Limits.MAX_GRPC_MESSAGE_BYTES));
         grpc.addService(new Service());
         for (io.vertx.grpc.server.Service service : extraServices) {
@@ -147,7 +157,17 @@ public final class GrpcRaftTransport {
                 io.vertx.core.http.HttpServerRequest.DEFAULT_INVALID_REQUEST_HANDLER.handle(request);
             });
         }
-        return server.requestHandler(grpc).listen().map(HttpServer::actualPort);
+        if (otherRequests == null) {
+            return server.requestHandler(grpc).listen().map(HttpServer::actualPort);
+        }
+        return server.requestHandler(request -> {
+            String contentType = request.getHeader("content-type");
+            if (contentType != null && contentType.startsWith("application/grpc")) {
+                grpc.handle(request);
+            } else {
+                otherRequests.handle(request);
+            }
+        }).listen().map(HttpServer::actualPort);
     }
 
     /** A node served on this transport: messages addressed to it are delivered to it. */
