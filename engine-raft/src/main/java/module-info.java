@@ -25,6 +25,7 @@ module io.conclave.engine.raft {
     exports io.conclave.engine.raft.plugins to io.conclave.cli;
     exports io.conclave.engine.raft.kv to io.conclave.cli;
     exports io.conclave.engine.raft.tls to io.conclave.cli;
+    exports io.conclave.engine.raft.local to io.conclave.cli;
     exports io.conclave.engine.raft.builtin;
 
     uses io.conclave.api.membership.MembershipProvider;

@@ -87,6 +87,15 @@ class ArchitectureTest {
     }
 
     @Test
+    void an_agents_own_services_and_checks_know_nothing_of_http_the_services_the_agent_or_raft() {
+        noClasses().that().resideInAPackage(ENGINE + ".local..")
+                .should().dependOnClassesThat().resideInAnyPackage(ENGINE + ".http..", ENGINE + ".service..", ENGINE + ".agent..",
+                        ENGINE + ".config..", ENGINE + ".runtime..", ENGINE + ".core..", ENGINE + ".kv..", ENGINE + ".transport..")
+                .because("a client agent holds services and checks with no Raft at all: they reach the catalog through a CatalogWriter")
+                .check(engine);
+    }
+
+    @Test
     void no_two_packages_of_the_engine_depend_on_each_other() {
         slices().matching(ENGINE + ".(*)..").should().beFreeOfCycles().check(engine);
     }

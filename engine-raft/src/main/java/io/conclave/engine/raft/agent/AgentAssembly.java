@@ -28,6 +28,9 @@ import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.http.AclHttpApi;
 import io.conclave.engine.raft.http.AgentHttpApi;
+import io.conclave.engine.raft.http.AgentServicesHttpApi;
+import io.conclave.engine.raft.local.LocalAgent;
+import io.conclave.engine.raft.local.LocalStore;
 import io.conclave.engine.raft.http.AutopilotHttpApi;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.KvHttpApi;
@@ -135,6 +138,7 @@ final class AgentAssembly implements Assembly {
     private Autopilot autopilot;
     private MetricsHttpApi metricsApi;
     private AgentHttpApi agentApi;
+    private LocalAgent localAgent;
     private int httpPort;
     private int httpsPort = -1;
 
@@ -419,11 +423,19 @@ final class AgentAssembly implements Assembly {
             membershipSubscription = membership.subscribe(sessionKeeper::membershipChanged);
             sessionKeeper.start();
         }
+        startLocalAgent();
         new AutopilotHttpApi(autopilotService).register(http);
         operator = new NodeOperator(node, admission, autopilotService::settings);
         new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT), this::nodeName).register(http);
         metricsApi = new MetricsHttpApi(node::coreCounters, node.metrics(), blockedThreads, this::providerCounters);
         metricsApi.register(http);
+    }
+
+    /** This server's own services and checks (every server is also an agent that holds some): kept in data_dir, run here. */
+    private void startLocalAgent() {
+        localAgent = new LocalAgent(vertx, Optional.of(new LocalStore(dataDir)), System::nanoTime);
+        await(localAgent.start(config.services(), config.checks()));
+        new AgentServicesHttpApi(localAgent, config.nodeName(), config.datacenter()).register(http);
     }
 
     /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes. */
@@ -621,6 +633,9 @@ final class AgentAssembly implements Assembly {
         }
         if (metricsApi != null) {
             metricsApi.close();
+        }
+        if (localAgent != null) {
+            await(localAgent.close());
         }
         if (bootstrapper != null) {
             bootstrapper.stop();

@@ -9,6 +9,9 @@ import io.conclave.api.membership.MembershipProvider;
 import io.conclave.api.membership.MembershipSettings;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.http.AgentHttpApi;
+import io.conclave.engine.raft.http.AgentServicesHttpApi;
+import io.conclave.engine.raft.local.LocalAgent;
+import io.conclave.engine.raft.local.LocalStore;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
@@ -68,6 +71,7 @@ final class ClientAssembly implements Assembly {
     private ServerForwarder forwarder;
     private AgentHttpApi agentApi;
     private MetricsHttpApi metricsApi;
+    private LocalAgent localAgent;
     private Future<Void> leaving;
     private int httpPort;
     private int httpsPort = -1;
@@ -162,6 +166,9 @@ final class ClientAssembly implements Assembly {
                 () -> servers().size(), this::plugins, this::leave);
         agentApi.register(http);
         new MembershipHttpApi(vertx, membership, config.datacenter(), AgentAssembly.MEMBERSHIP_CHANGE_TIMEOUT).register(http);
+        localAgent = new LocalAgent(vertx, Optional.of(new LocalStore(dataDir)), System::nanoTime);
+        AgentAssembly.await(localAgent.start(config.services(), config.checks()));
+        new AgentServicesHttpApi(localAgent, config.nodeName(), config.datacenter()).register(http);
         metricsApi = new MetricsHttpApi(() -> Future.succeededFuture(Map.of()), new NodeMetrics(), blockedThreads, membership::counters);
         metricsApi.register(http);
         forwarder.register(http); // last: this agent's own routes win
@@ -231,6 +238,9 @@ final class ClientAssembly implements Assembly {
         }
         if (metricsApi != null) {
             metricsApi.close();
+        }
+        if (localAgent != null) {
+            AgentAssembly.await(localAgent.close());
         }
         if (membership != null) {
             AgentAssembly.await(membership.stop());

@@ -15,6 +15,9 @@ import java.util.Optional;
  * <p>{@code server}: whether this agent is a Raft server; {@code false} (the default outside {@code -dev}, as Consul's)
  * makes a client agent, which runs no Raft and forwards what needs the cluster's state to a server.
  *
+ * <p>{@code services} and {@code checks}: the service instances and checks the configuration file gives this agent
+ * (Consul's {@code services}/{@code service} and {@code checks}/{@code check}), registered at each start.
+ *
  * <p>{@code gossipLan} is {@code gossip_lan}, memberlist's LAN profile ({@link GossipSettings#LAN}) unless set;
  * {@code encrypt} is the gossip encryption key, the base64 of 16, 24 or 32 bytes, and stays out of
  * {@link #toString()}.
@@ -49,7 +52,9 @@ public record ConclaveConfig(
         String logLevel,
         Tls tls,
         Acl acl,
-        Log log) {
+        Log log,
+        List<io.conclave.engine.raft.local.Definitions.Registration> services,
+        List<io.conclave.engine.raft.local.CheckDefinition> checks) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
@@ -60,6 +65,8 @@ public record ConclaveConfig(
         nodeMeta = Map.copyOf(nodeMeta);
         plugins = Map.copyOf(plugins);
         pluginConfig = Map.copyOf(pluginConfig);
+        services = List.copyOf(services);
+        checks = List.copyOf(checks);
     }
 
     /**
@@ -157,7 +164,7 @@ public record ConclaveConfig(
                 + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
-                + ", log=" + log + "]";
+                + ", log=" + log + ", services=" + services.size() + ", checks=" + checks.size() + "]";
     }
 
     /** The configuration section of provider {@code name}: {@code plugin_config.<name>}, or an empty object. */

@@ -329,11 +329,81 @@ public final class ConfigLoader {
         String logLevel = json.string("log_level", "INFO").toUpperCase(java.util.Locale.ROOT);
         check(LOG_LEVELS.contains(logLevel), json.path("log_level"), logLevel, String.join(", ", LOG_LEVELS));
         ConclaveConfig.Log log = readLog(json);
+        List<io.conclave.engine.raft.local.Definitions.Registration> services = readServices(json);
+        List<io.conclave.engine.raft.local.CheckDefinition> checks = readChecks(json);
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, server, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log, services, checks);
+    }
+
+    /** At most this many services or checks in the configuration: an agent holds tens, not thousands. */
+    public static final int MAX_CONFIGURED_DEFINITIONS = 512;
+
+    /**
+     * {@code services} (a list) and {@code service} (one), Consul's service definitions; each checked as the agent's
+     * endpoint checks one, an error naming the key ({@code services[0].check.ttl}). Two with one ID are refused.
+     */
+    private static List<io.conclave.engine.raft.local.Definitions.Registration> readServices(JsonReader json) {
+        List<io.conclave.engine.raft.local.Definitions.Registration> services = new java.util.ArrayList<>();
+        for (Map.Entry<String, JsonObject> entry : definitions(json, "services", "service").entrySet()) {
+            try {
+                services.add(io.conclave.engine.raft.local.Definitions.service(entry.getValue(),
+                        warning -> CONFIG_LOG.warn("{}: {}", entry.getKey(), warning)));
+            } catch (io.conclave.engine.raft.local.InvalidDefinitionException e) {
+                throw new ConfigException(joined(entry.getKey(), e.field()), e.getMessage());
+            }
+            String id = services.get(services.size() - 1).service().id();
+            if (services.stream().filter(service -> service.service().id().equals(id)).count() > 1) {
+                throw new ConfigException(entry.getKey(), "service ID \"" + id + "\" is given twice");
+            }
+        }
+        return services;
+    }
+
+    /** {@code checks} (a list) and {@code check} (one), Consul's check definitions. */
+    private static List<io.conclave.engine.raft.local.CheckDefinition> readChecks(JsonReader json) {
+        List<io.conclave.engine.raft.local.CheckDefinition> checks = new java.util.ArrayList<>();
+        for (Map.Entry<String, JsonObject> entry : definitions(json, "checks", "check").entrySet()) {
+            try {
+                checks.add(io.conclave.engine.raft.local.Definitions.check(entry.getValue(),
+                        warning -> CONFIG_LOG.warn("{}: {}", entry.getKey(), warning)));
+            } catch (io.conclave.engine.raft.local.InvalidDefinitionException e) {
+                throw new ConfigException(joined(entry.getKey(), e.field()), e.getMessage());
+            }
+        }
+        return checks;
+    }
+
+    private static final org.slf4j.Logger CONFIG_LOG = org.slf4j.LoggerFactory.getLogger("conclave.config");
+
+    private static String joined(String key, String field) {
+        return field.isEmpty() ? key : key + "." + field;
+    }
+
+    /** The definitions under {@code list} (an array of objects) and {@code single} (one object), by the key that names each. */
+    private static Map<String, JsonObject> definitions(JsonReader json, String list, String single) {
+        Map<String, JsonObject> found = new LinkedHashMap<>();
+        if (json.has(single)) {
+            found.put(json.path(single), json.rawObject(single));
+        }
+        if (json.has(list)) {
+            Object value = json.raw(list);
+            if (!(value instanceof io.vertx.core.json.JsonArray array)) {
+                throw new ConfigException(json.path(list), "value has the wrong type: expected a list of objects");
+            }
+            if (array.size() > MAX_CONFIGURED_DEFINITIONS) {
+                throw new ConfigException(json.path(list), array.size() + " entries: allowed at most " + MAX_CONFIGURED_DEFINITIONS);
+            }
+            for (int i = 0; i < array.size(); i++) {
+                if (!(array.getValue(i) instanceof JsonObject object)) {
+                    throw new ConfigException(json.path(list) + "[" + i + "]", "value has the wrong type: expected an object");
+                }
+                found.put(json.path(list) + "[" + i + "]", object);
+            }
+        }
+        return found;
     }
 
     /** {@code log_rotate_duration}'s default: Consul's. */

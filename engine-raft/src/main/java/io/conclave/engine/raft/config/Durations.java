@@ -56,8 +56,6 @@ public final class Durations {
         return millis + "ms";
     }
 
-    private static final Pattern GO_PART = Pattern.compile("(\\d+(?:\\.\\d*)?|\\.\\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)");
-
     /**
      * A duration as Go's {@code time.ParseDuration} reads it, as Consul's clients send them: decimal numbers with
      * a unit each ({@code 7.5s}, {@code 0.001s}, {@code 1h30m}, {@code 15s}), a leading {@code +}, or {@code 0};
@@ -66,41 +64,6 @@ public final class Durations {
      * @throws IllegalArgumentException naming the text when it is not one
      */
     public static Duration parseGo(String text) {
-        if (text == null || text.isEmpty()) {
-            throw new IllegalArgumentException("an empty string is not a duration");
-        }
-        String body = text.startsWith("+") ? text.substring(1) : text;
-        if (body.startsWith("-")) {
-            throw new IllegalArgumentException("'" + text + "' is negative");
-        }
-        if (body.equals("0")) {
-            return Duration.ZERO;
-        }
-        Matcher matcher = GO_PART.matcher(body);
-        java.math.BigDecimal nanos = java.math.BigDecimal.ZERO;
-        int position = 0;
-        while (position < body.length()) {
-            if (!matcher.find(position) || matcher.start() != position) {
-                throw new IllegalArgumentException("'" + text + "' is not a duration (write it as 15s, 7.5s, 1h30m)");
-            }
-            long unit = switch (matcher.group(2)) {
-                case "ns" -> 1L;
-                case "us", "\u00b5s", "\u03bcs" -> 1_000L;
-                case "ms" -> 1_000_000L;
-                case "s" -> 1_000_000_000L;
-                case "m" -> 60_000_000_000L;
-                default -> 3_600_000_000_000L;
-            };
-            nanos = nanos.add(new java.math.BigDecimal(matcher.group(1).startsWith(".") ? "0" + matcher.group(1) : matcher.group(1))
-                    .multiply(java.math.BigDecimal.valueOf(unit)));
-            position = matcher.end();
-        }
-        if (position == 0) {
-            throw new IllegalArgumentException("'" + text + "' is not a duration (write it as 15s, 7.5s, 1h30m)");
-        }
-        if (nanos.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0) {
-            throw new IllegalArgumentException("'" + text + "' is too long a duration");
-        }
-        return Duration.ofNanos(nanos.longValue());
+        return io.conclave.engine.raft.local.GoDurations.parse(text);
     }
 }

@@ -136,6 +136,11 @@ final class JsonReader {
         return child.copy();
     }
 
+    /** The value under {@code key} as it is (marked read), or {@code null}. */
+    Object raw(String key) {
+        return has(key) ? object.getValue(key) : null;
+    }
+
     Set<String> keys() {
         return object.fieldNames();
     }

@@ -157,6 +157,9 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.equals("/v1/agent/force-leave") || path.startsWith("/v1/agent/force-leave/")) {
             return Authorizer::operatorWrite;
         }
+        if (AgentServicesHttpApi.handlesItsAcl(path)) {
+            return a -> true; // Consul's: service and node rules, checked once the service or check is known (AgentServicesHttpApi)
+        }
         if (path.startsWith("/v1/agent/")) {
             return read ? a -> a.agentRead(agentName) : a -> a.agentWrite(agentName);
         }

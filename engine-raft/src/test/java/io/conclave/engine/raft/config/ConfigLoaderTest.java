@@ -251,6 +251,35 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_services_and_checks_are_configured_then_they_are_read_as_consuls_definitions() {
+        ConclaveConfig config = ConfigLoader.parse("""
+                {"data_dir": "/x", "service": {"name": "solo", "port": 1},
+                 "services": [{"name": "web", "port": 80, "check": {"http": "http://127.0.0.1/h", "interval": "10s"}},
+                              {"id": "web-2", "name": "web", "checks": [{"ttl": "30s"}]}],
+                 "checks": [{"name": "disk", "ttl": "1m"}], "check": {"id": "mem", "name": "memory", "tcp": "127.0.0.1:9", "interval": "5s"}}
+                """, false, "test.json");
+        assertEquals(java.util.List.of("solo", "web", "web-2"), config.services().stream().map(service -> service.service().id()).toList());
+        assertEquals("service:web", config.services().get(1).checks().get(0).id());
+        assertEquals(java.util.List.of("mem", "disk"), config.checks().stream().map(check -> check.id()).toList());
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").services().isEmpty());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+            "{\"data_dir\": \"/x\", \"services\": [{\"name\": \"w\", \"check\": {\"ttl\": \"-1s\"}}]}|services[0].check.ttl|negative",
+            "{\"data_dir\": \"/x\", \"services\": [{\"port\": 1}]}|services[0].name|Missing service name",
+            "{\"data_dir\": \"/x\", \"services\": {\"name\": \"w\"}}|services|list of objects",
+            "{\"data_dir\": \"/x\", \"services\": [{\"name\": \"w\"}, {\"name\": \"w\"}]}|services[1]|given twice",
+            "{\"data_dir\": \"/x\", \"checks\": [{\"name\": \"c\", \"script\": \"x\", \"interval\": \"1s\"}]}|checks[0].script|not supported",
+            "{\"data_dir\": \"/x\", \"check\": {\"name\": \"c\", \"http\": \"http://a/\"}}|check|Must provide TTL",
+    })
+    void when_a_configured_service_or_check_is_wrong_then_the_error_names_its_key(String json, String key, String message) {
+        ConfigException error = rejected(json);
+        assertEquals(key, error.key(), error.getMessage());
+        assertTrue(error.getMessage().contains(message), error.getMessage());
+    }
+
+    @Test
     void when_dev_then_no_file_is_needed_and_one_server_is_expected() {
         ConclaveConfig config = ConfigLoader.dev();
         assertTrue(config.dev());
