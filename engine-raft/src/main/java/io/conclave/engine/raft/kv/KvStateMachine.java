@@ -124,11 +124,16 @@ public final class KvStateMachine implements StateMachine {
         void changed(long raftIndex, Catalog after, java.util.Set<String> topics);
     }
 
-    private volatile CatalogListener catalogListener = (raftIndex, after, topics) -> { };
+    private final java.util.List<CatalogListener> catalogListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final CatalogListener catalogListener = (raftIndex, after, topics) -> {
+        for (CatalogListener listener : catalogListeners) {
+            listener.changed(raftIndex, after, topics);
+        }
+    };
 
-    /** Tells {@code listener} of each change to the catalog, as it is applied. */
+    /** Tells {@code listener} (too: listeners add up) of each change to the catalog, as it is applied. */
     public void onCatalogChange(CatalogListener listener) {
-        this.catalogListener = listener;
+        catalogListeners.add(listener);
     }
 
     /** The catalog as it is now, immutable, in O(1): to be read on any thread. */
