@@ -33,11 +33,12 @@ public final class KvStateMachine implements StateMachine {
     private static final KvResult FALSE = KvResult.FALSE;
     /**
      * Version 2 added the system entries, version 3 a restore's staged state, version 4 the tombstones and the
-     * store's last change, version 5 the sessions and the locks; all earlier versions are still read. A
-     * user's snapshot archive ({@link SnapshotArchive}) carries the state in version 2, {@link #writeState}.
+     * store's last change, version 5 the sessions and the locks, version 6 the service catalog (and a staged restore's);
+     * all earlier versions are still read. A user's snapshot archive ({@link SnapshotArchive}) carries the state in
+     * version 3 ({@link State#writeTo}: version 2 and the catalog).
      */
-    private static final int SNAPSHOT_VERSION = 5;
-    static final int STATE_VERSION = 2;
+    private static final int SNAPSHOT_VERSION = 6;
+    static final int STATE_VERSION = 3;
 
     /**
      * A snapshot restore under way: the chunks applied so far, staged aside from the live state, which the commit
@@ -47,8 +48,11 @@ public final class KvStateMachine implements StateMachine {
      * @param id      the restore's id
      * @param next    the number of the chunk expected next
      * @param count   the entries staged
+     * @param catalog the catalog staged, or {@code null} while the chunks carried none (an archive without one: the
+     *                live catalog is kept)
      */
-    record Staging(String id, int next, long count, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system) {
+    record Staging(String id, int next, long count, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system,
+                   Catalog catalog) {
     }
 
     private Staging staging;
@@ -107,6 +111,36 @@ public final class KvStateMachine implements StateMachine {
     }
 
 
+    /** The service catalog: nodes, service instances, health checks. */
+    private Catalog catalog = Catalog.EMPTY;
+
+    /**
+     * What catalog and health blocking queries are told of: after the apply at {@code raftIndex}, the catalog is
+     * {@code after}, and these result sets changed ({@link Catalog.Topics}; {@code null}: any may have, as after a
+     * restore). Called on the node's context: it must only hand the change on.
+     */
+    @FunctionalInterface
+    public interface CatalogListener {
+        void changed(long raftIndex, Catalog after, java.util.Set<String> topics);
+    }
+
+    private final java.util.List<CatalogListener> catalogListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final CatalogListener catalogListener = (raftIndex, after, topics) -> {
+        for (CatalogListener listener : catalogListeners) {
+            listener.changed(raftIndex, after, topics);
+        }
+    };
+
+    /** Tells {@code listener} (too: listeners add up) of each change to the catalog, as it is applied. */
+    public void onCatalogChange(CatalogListener listener) {
+        catalogListeners.add(listener);
+    }
+
+    /** The catalog as it is now, immutable, in O(1): to be read on any thread. */
+    public Catalog catalog() {
+        return catalog;
+    }
+
     private TreePMap<String, KvEntry> entries = TreePMap.empty();
     /** The engine's replicated settings ({@link KvCommand.Op#SYSTEM_PUT}): few and small. */
     private TreePMap<String, KvEntry> system = TreePMap.empty();
@@ -145,7 +179,7 @@ public final class KvStateMachine implements StateMachine {
             }
             case LOCK -> lock(raftIndex, kv);
             case UNLOCK -> unlock(raftIndex, kv);
-            case SESSION_CREATE -> createSession(raftIndex, kv) ? TRUE : FALSE;
+            case SESSION_CREATE -> createSession(raftIndex, kv);
             case SESSION_RENEW -> {
                 Session session = sessions.get(kv.key());
                 if (session == null) {
@@ -194,7 +228,25 @@ public final class KvStateMachine implements StateMachine {
                 yield TRUE;
             }
             case RESTORE_CHUNK -> stageChunk(raftIndex, kv) ? TRUE : FALSE;
-            case RESTORE_COMMIT -> commitRestore(kv) ? TRUE : FALSE;
+            case RESTORE_COMMIT -> commitRestore(raftIndex, kv) ? TRUE : FALSE;
+            case CATALOG_REGISTER -> {
+                CatalogRegistration registration;
+                try {
+                    registration = CatalogRegistration.decode(kv.value());
+                } catch (IllegalArgumentException e) {
+                    yield error(e.getMessage());
+                }
+                yield catalogWrite(raftIndex, catalog.register(raftIndex, registration));
+            }
+            case CATALOG_DEREGISTER -> {
+                CatalogDeregistration deregistration;
+                try {
+                    deregistration = CatalogDeregistration.decode(kv.value());
+                } catch (IllegalArgumentException e) {
+                    yield error(e.getMessage());
+                }
+                yield catalogWrite(raftIndex, catalog.deregister(raftIndex, deregistration));
+            }
             case RESTORE_ABORT -> {
                 if (staging != null && staging.id().equals(kv.key())) {
                     staging = null;
@@ -205,40 +257,95 @@ public final class KvStateMachine implements StateMachine {
     }
 
     /**
+     * Takes a catalog write in: the new catalog, then the sessions it invalidates (Consul's: those bound to a check
+     * written critical or removed, and those of a removed node), then the blocking queries it concerns.
+     */
+    private KvResult catalogWrite(long raftIndex, Catalog.Applied applied) {
+        if (applied.refused()) {
+            return error(applied.error());
+        }
+        catalog = applied.catalog();
+        if (!sessions.isEmpty()) {
+            for (HealthCheck check : applied.criticalChecks()) {
+                invalidateBoundTo(raftIndex, check.node(), check.checkId());
+            }
+            for (HealthCheck check : applied.removedChecks()) {
+                invalidateBoundTo(raftIndex, check.node(), check.checkId());
+            }
+            for (String node : applied.removedNodes()) {
+                invalidateBoundTo(raftIndex, node, null);
+            }
+        }
+        if (!applied.topics().isEmpty()) {
+            catalogListener.changed(raftIndex, catalog, applied.topics());
+        }
+        return TRUE;
+    }
+
+    /**
+     * Destroys the sessions of {@code node} bound to {@code checkId} ({@code null}: every session of the node). O(number
+     * of sessions): sessions are few beside catalog writes, and this runs only for a critical or removed check.
+     */
+    private void invalidateBoundTo(long raftIndex, String node, String checkId) {
+        List<String> bound = new ArrayList<>();
+        for (Session session : sessions.values()) {
+            if (session.node().equalsIgnoreCase(node) && (checkId == null || session.checks().stream().anyMatch(checkId::equalsIgnoreCase))) {
+                bound.add(session.id());
+            }
+        }
+        for (String id : bound) {
+            destroySession(raftIndex, id, KvCommand.NO_CAS);
+        }
+    }
+
+    /**
      * Stages one chunk of a restore: chunk 0 starts it (replacing any other under way), each next one must follow
      * in order. Every restored entry is written anew at the chunk's index (CreateIndex and ModifyIndex), so that no
      * index goes backwards and a blocking query on any restored key wakes up. The work is bounded by the chunk's size.
      */
     private boolean stageChunk(long raftIndex, KvCommand kv) {
-        Staging current = kv.cas() == 0 ? new Staging(kv.key(), 0, 0, TreePMap.empty(), TreePMap.empty()) : staging;
+        Staging current = kv.cas() == 0 ? new Staging(kv.key(), 0, 0, TreePMap.empty(), TreePMap.empty(), null) : staging;
         if (kv.key().isEmpty() || current == null || !current.id().equals(kv.key()) || current.next() != kv.cas()) {
             return false;
         }
-        List<List<KvEntry>> batch;
+        Batch batch;
         try {
             batch = decodeBatch(kv.value());
         } catch (IOException | RuntimeException e) {
             return false;
         }
         TreePMap<String, KvEntry> users = current.entries();
-        for (KvEntry entry : batch.get(0)) {
+        for (KvEntry entry : batch.users()) {
             users = users.plus(entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
         }
         TreePMap<String, KvEntry> settings = current.system();
-        for (KvEntry entry : batch.get(1)) {
+        for (KvEntry entry : batch.system()) {
             settings = settings.plus(entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
         }
-        staging = new Staging(current.id(), current.next() + 1, current.count() + batch.get(0).size() + batch.get(1).size(),
-                users, settings);
+        Catalog stagedCatalog = current.catalog();
+        if (batch.catalog() != null) {
+            stagedCatalog = stagedCatalog == null ? Catalog.EMPTY : stagedCatalog;
+            try {
+                for (Catalog.Item item : batch.catalog()) {
+                    stagedCatalog = stagedCatalog.restored(raftIndex, item);
+                }
+            } catch (IOException e) {
+                return false;
+            }
+        }
+        staging = new Staging(current.id(), current.next() + 1, current.count() + batch.users().size() + batch.system().size()
+                + (batch.catalog() == null ? 0 : batch.catalog().size()), users, settings, stagedCatalog);
         return true;
     }
 
     /**
      * Swaps a complete restore in, in O(1) for the users' keys: the store becomes what the snapshot held. System
-     * entries the snapshot holds replace the live ones; those it lacks are kept. False, changing nothing, when the
-     * restore is not the one staged (another started since) or is missing a chunk or an entry.
+     * entries the snapshot holds replace the live ones; those it lacks are kept. The catalog becomes the snapshot's
+     * when it holds one (every index at the commit's, so that no query's index goes backwards), else stays. False,
+     * changing nothing, when the restore is not the one staged (another started since) or is missing a chunk or an
+     * entry.
      */
-    private boolean commitRestore(KvCommand kv) {
+    private boolean commitRestore(long raftIndex, KvCommand kv) {
         Staging done = staging;
         if (done == null || !done.id().equals(kv.key()) || done.next() != kv.cas() || done.count() != kv.flags()) {
             return false;
@@ -250,6 +357,10 @@ public final class KvStateMachine implements StateMachine {
         system = system.plusAll(done.system());
         done.system().values().forEach(entry -> systemListener.accept(entry));
         changed(index, null);
+        if (done.catalog() != null) {
+            catalog = done.catalog().allAt(raftIndex);
+            catalogListener.changed(raftIndex, catalog, null);
+        }
         return true;
     }
 
@@ -263,11 +374,22 @@ public final class KvStateMachine implements StateMachine {
      * are ignored: a restore writes each entry anew).
      */
     public static byte[] encodeBatch(List<KvEntry> users, List<KvEntry> systemEntries) {
+        return encodeBatch(users, systemEntries, null);
+    }
+
+    /**
+     * A chunk of a restore, with catalog items after the entries ({@code null}: none, as chunks were written before
+     * the catalog; an empty list: the restore carries a catalog, none of it in this chunk).
+     */
+    public static byte[] encodeBatch(List<KvEntry> users, List<KvEntry> systemEntries, List<Catalog.Item> catalogItems) {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         try {
             DataOutputStream data = new DataOutputStream(bytes);
             writeEntries(data, users);
             writeEntries(data, systemEntries);
+            if (catalogItems != null) {
+                Catalog.writeItems(data, catalogItems);
+            }
             data.flush();
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e); // a byte array does not fail
@@ -275,14 +397,19 @@ public final class KvStateMachine implements StateMachine {
         return bytes.toByteArray();
     }
 
-    static List<List<KvEntry>> decodeBatch(byte[] batch) throws IOException {
+    /** A restore chunk's content; {@code catalog} is {@code null} when the chunk carries no catalog part. */
+    record Batch(List<KvEntry> users, List<KvEntry> system, List<Catalog.Item> catalog) {
+    }
+
+    static Batch decodeBatch(byte[] batch) throws IOException {
         DataInputStream data = new DataInputStream(new java.io.ByteArrayInputStream(batch));
         List<KvEntry> users = new ArrayList<>(readEntries(data).values());
         List<KvEntry> systemEntries = new ArrayList<>(readEntries(data).values());
+        List<Catalog.Item> items = data.available() > 0 ? Catalog.readItems(data) : null;
         if (data.available() > 0) {
             throw new IOException("trailing bytes in a restore chunk");
         }
-        return List.of(users, systemEntries);
+        return new Batch(users, systemEntries, items);
     }
 
     /** The bytes one entry takes in a snapshot or a restore chunk. */
@@ -388,20 +515,34 @@ public final class KvStateMachine implements StateMachine {
         }
     }
 
-    private boolean createSession(long raftIndex, KvCommand kv) {
+    /**
+     * Creates a session, Consul's checks first: each check it is bound to must be registered on its node and not
+     * critical ({@code serfHealth} may be missing yet: the leader registers a member's node shortly after it joins, and
+     * the session endpoint checks membership).
+     */
+    private KvResult createSession(long raftIndex, KvCommand kv) {
         Session session;
         try {
             session = Session.decode(kv.value());
         } catch (IOException | RuntimeException e) {
-            return false;
+            return FALSE;
         }
         if (!session.id().equals(kv.key()) || sessions.containsKey(session.id())) {
-            return false; // ids are random UUIDs: a duplicate is a retried entry, applied once
+            return FALSE; // ids are random UUIDs: a duplicate is a retried entry, applied once
+        }
+        for (String checkId : session.checks()) {
+            HealthCheck check = catalog.check(session.node(), checkId);
+            if (check == null && !checkId.equals(Catalog.SERF_HEALTH)) {
+                return error("Missing check '" + checkId + "' registration");
+            }
+            if (check != null && check.critical()) {
+                return error("Check '" + checkId + "' is in critical state");
+            }
         }
         Session created = session.created(raftIndex);
         sessions = sessions.plus(created.id(), created);
         sessionListener.created(created);
-        return true;
+        return TRUE;
     }
 
     /**
@@ -703,7 +844,7 @@ public final class KvStateMachine implements StateMachine {
 
     @Override
     public void snapshot(OutputStream output) throws IOException {
-        write(output, view(), system, staging, sessions);
+        write(output, view(), system, staging, sessions, catalog);
     }
 
     /** The current version of the persistent map, in O(1): the serialization happens later, elsewhere. */
@@ -713,12 +854,13 @@ public final class KvStateMachine implements StateMachine {
         TreePMap<String, KvEntry> systemNow = system;
         Staging stagingNow = staging;
         TreePMap<String, Session> sessionsNow = sessions;
-        return output -> write(output, view, systemNow, stagingNow, sessionsNow);
+        Catalog catalogNow = catalog;
+        return output -> write(output, view, systemNow, stagingNow, sessionsNow, catalogNow);
     }
 
-    /** The users' keys and the system entries as of one point, in O(1): what a user's snapshot archive holds. */
+    /** The users' keys, the system entries and the catalog as of one point, in O(1): what a user's snapshot archive holds. */
     public State state() {
-        return new State(index, entries, system);
+        return new State(index, entries, system, catalog);
     }
 
     /**
@@ -727,15 +869,28 @@ public final class KvStateMachine implements StateMachine {
      * @param index   the store's index then
      * @param entries the users' keys
      * @param system  the engine's replicated settings
+     * @param catalog the service catalog, or {@code null} for a state read from an archive written before the catalog
+     *                (its restore keeps the live catalog)
      */
-    public record State(long index, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system) {
-        /** Writes the state as snapshot version 2 (no staged restore). May block on the stream. */
+    public record State(long index, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system, Catalog catalog) {
+
+        /** A state without a catalog part (as archives were before the catalog). */
+        public State(long index, TreePMap<String, KvEntry> entries, TreePMap<String, KvEntry> system) {
+            this(index, entries, system, null);
+        }
+
+        /** Writes the state as version 3 (no staged restore; the catalog's records as a restore writes them). May block on the stream. */
         public void writeTo(OutputStream output) throws IOException {
             DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
             data.writeInt(STATE_VERSION);
             data.writeLong(index);
             writeEntries(data, entries.values());
             writeEntries(data, system.values());
+            Catalog written = catalog == null ? Catalog.EMPTY : catalog;
+            data.writeLong((long) written.nodeCount() + written.serviceCount() + written.checkCount());
+            for (java.util.Iterator<Catalog.Item> items = written.items(); items.hasNext(); ) {
+                Catalog.writeItem(data, items.next());
+            }
             data.flush();
         }
 
@@ -747,13 +902,24 @@ public final class KvStateMachine implements StateMachine {
             DataInputStream data = input instanceof DataInputStream given ? given // read exactly to the state's end
                     : new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
             int version = data.readInt();
-            if (version != 1 && version != STATE_VERSION) {
+            if (version < 1 || version > STATE_VERSION) {
                 throw new IOException("unknown key/value state version " + version);
             }
             long stateIndex = data.readLong();
             TreePMap<String, KvEntry> users = readEntries(data);
             TreePMap<String, KvEntry> systemEntries = version == 1 ? TreePMap.empty() : readEntries(data);
-            return new State(stateIndex, users, systemEntries);
+            Catalog read = null;
+            if (version >= 3) {
+                long count = data.readLong();
+                if (count < 0) {
+                    throw new IOException("damaged catalog: " + count + " records");
+                }
+                read = Catalog.EMPTY;
+                for (long i = 0; i < count; i++) {
+                    read = read.restored(stateIndex, Catalog.readItem(data));
+                }
+            }
+            return new State(stateIndex, users, systemEntries, read);
         }
 
         /**
@@ -763,7 +929,7 @@ public final class KvStateMachine implements StateMachine {
          */
         public static Census census(DataInputStream data) throws IOException {
             int version = data.readInt();
-            if (version != 1 && version != STATE_VERSION) {
+            if (version < 1 || version > STATE_VERSION) {
                 throw new IOException("unknown key/value state version " + version);
             }
             long stateIndex = data.readLong();
@@ -776,7 +942,18 @@ public final class KvStateMachine implements StateMachine {
                     }
                 });
             }
-            return new Census(stateIndex, keys, List.copyOf(system));
+            long[] catalogCounts = new long[4]; // by item type
+            if (version >= 3) {
+                long count = data.readLong();
+                if (count < 0) {
+                    throw new IOException("damaged catalog: " + count + " records");
+                }
+                for (long i = 0; i < count; i++) {
+                    Catalog.Item item = Catalog.readItem(data); // one record at a time: memory stays small
+                    catalogCounts[item instanceof Catalog.NodeItem ? 1 : item instanceof Catalog.ServiceItem ? 2 : 3]++;
+                }
+            }
+            return new Census(stateIndex, keys, List.copyOf(system), catalogCounts[1], catalogCounts[2], catalogCounts[3]);
         }
     }
 
@@ -786,8 +963,11 @@ public final class KvStateMachine implements StateMachine {
      * @param index      the store's index then
      * @param keys       how many users' keys
      * @param systemKeys the keys of its system entries that are not deletions ({@link SystemKeys})
+     * @param nodes      the catalog's nodes
+     * @param services   the catalog's service instances
+     * @param checks     the catalog's checks
      */
-    public record Census(long index, long keys, List<String> systemKeys) {
+    public record Census(long index, long keys, List<String> systemKeys, long nodes, long services, long checks) {
     }
 
     /** Reads a list of entries as {@link #writeEntries} writes it, telling {@code each} every key and value length; their count. */
@@ -812,7 +992,7 @@ public final class KvStateMachine implements StateMachine {
     }
 
     private static void write(OutputStream output, KvView view, Map<String, KvEntry> system, Staging staging,
-                              Map<String, Session> sessions) throws IOException {
+                              Map<String, Session> sessions, Catalog catalog) throws IOException {
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
         data.writeLong(view.index());
@@ -847,6 +1027,11 @@ public final class KvStateMachine implements StateMachine {
             data.writeUTF(entry.key());
             data.writeLong(entry.lockIndex());
             data.writeUTF(entry.session() == null ? "" : entry.session());
+        }
+        catalog.writeTo(data);
+        data.writeBoolean(staging != null && staging.catalog() != null);
+        if (staging != null && staging.catalog() != null) {
+            staging.catalog().writeTo(data);
         }
         data.flush();
     }
@@ -884,9 +1069,8 @@ public final class KvStateMachine implements StateMachine {
             String id = data.readUTF();
             int next = data.readInt();
             long count = data.readLong();
-            restoredStaging = new Staging(id, next, count, readEntries(data), readEntries(data));
+            restoredStaging = new Staging(id, next, count, readEntries(data), readEntries(data), null);
         }
-        Staging stagedThen = restoredStaging;
         long restoredKvIndex = restoredIndex;
         TreePMap<String, Long> restoredTombstones = TreePMap.empty();
         if (version >= 4) {
@@ -932,6 +1116,20 @@ public final class KvStateMachine implements StateMachine {
                 }
             }
         }
+        Catalog restoredCatalog = Catalog.EMPTY;
+        if (version >= 6) {
+            restoredCatalog = Catalog.readFrom(data);
+            if (data.readBoolean()) {
+                Catalog stagedCatalog = Catalog.readFrom(data);
+                if (restoredStaging == null) {
+                    throw new IOException("damaged key/value snapshot: a staged catalog without a staged restore");
+                }
+                restoredStaging = new Staging(restoredStaging.id(), restoredStaging.next(), restoredStaging.count(),
+                        restoredStaging.entries(), restoredStaging.system(), stagedCatalog);
+            }
+        }
+        Staging stagedThen = restoredStaging;
+        Catalog catalogThen = restoredCatalog;
         TreePMap<String, KvEntry> restoredThen = restored;
         TreePMap<String, Session> sessionsThen = restoredSessions;
         TreePMap<String, org.pcollections.TreePSet<String>> heldThen = restoredHeld;
@@ -946,7 +1144,9 @@ public final class KvStateMachine implements StateMachine {
             index = restoredIndex;
             kvIndex = kvIndexThen;
             tombstones = tombstonesThen;
+            catalog = catalogThen;
             changeListener.changed(restoredIndex, view(), null); // a follower that installs a snapshot: anything may have changed
+            catalogListener.changed(restoredIndex, catalog, null);
             restoredSystem.values().forEach(entry -> systemListener.accept(entry));
         };
     }

@@ -28,7 +28,7 @@ import java.util.List;
  *   "CONCLAVE-SNAPSHOT\n"  the magic (18 bytes)
  *   int                    the format version, 1
  *   int, bytes             the metadata: a JSON object in UTF-8, at most 64 KiB
- *   long, bytes            the state: the key/value store's state ({@link KvStateMachine.State#writeTo})
+ *   long, bytes            the state: the key/value store's state and the catalog ({@link KvStateMachine.State#writeTo})
  *   32 bytes               the SHA-256 of everything before
  * </pre>
  *
@@ -54,13 +54,23 @@ public final class SnapshotArchive {
 
     /**
      * What an archive holds, counted: the users' keys, and its system entries — ACL tokens and policies (a restore
-     * brings them back, as Consul's does), whether ACLs were bootstrapped, and the replicated settings. Sessions are
-     * never in an archive (restored keys hold no lock).
+     * brings them back, as Consul's does), whether ACLs were bootstrapped, and the replicated settings — and the
+     * service catalog (a restore replaces the catalog with it, as Consul's does; an archive written before the catalog
+     * holds none, and its restore keeps the live one). Sessions are never in an archive (restored keys hold no lock).
      *
      * @param settings the replicated settings it holds, by name ({@code autopilot}); a system entry of a kind this
      *                 version does not know is named by its key
+     * @param nodes    the catalog's nodes
+     * @param services the catalog's service instances
+     * @param checks   the catalog's checks
      */
-    public record Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings) {
+    public record Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings, long nodes,
+                           long services, long checks) {
+
+        /** Holdings without a catalog part. */
+        public Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings) {
+            this(keys, aclTokens, aclPolicies, aclBootstrapped, settings, 0, 0, 0);
+        }
 
         /** The holdings of a state with {@code keys} users' keys and these system entries that are not deletions. */
         public static Holdings of(long keys, Collection<String> systemKeys) {
@@ -84,6 +94,11 @@ public final class SnapshotArchive {
             return new Holdings(keys, tokens, policies, bootstrapped, List.copyOf(settings));
         }
 
+        /** These holdings with the catalog's counts. */
+        public Holdings withCatalog(long nodeCount, long serviceCount, long checkCount) {
+            return new Holdings(keys, aclTokens, aclPolicies, aclBootstrapped, settings, nodeCount, serviceCount, checkCount);
+        }
+
         /** The holdings of {@code state}. */
         public static Holdings of(KvStateMachine.State state) {
             List<String> live = new ArrayList<>();
@@ -92,13 +107,16 @@ public final class SnapshotArchive {
                     live.add(entry.key());
                 }
             });
-            return of(state.entries().size(), live);
+            Holdings holdings = of(state.entries().size(), live);
+            return state.catalog() == null ? holdings
+                    : holdings.withCatalog(state.catalog().nodeCount(), state.catalog().serviceCount(), state.catalog().checkCount());
         }
 
         /** As {@code snapshot inspect -format=json} shows them. */
         public JsonObject toJson() {
             return new JsonObject().put("Keys", keys).put("AclTokens", aclTokens).put("AclPolicies", aclPolicies)
-                    .put("AclBootstrapped", aclBootstrapped).put("Sessions", 0).put("Settings", new io.vertx.core.json.JsonArray(settings));
+                    .put("AclBootstrapped", aclBootstrapped).put("Sessions", 0).put("Settings", new io.vertx.core.json.JsonArray(settings))
+                    .put("Nodes", nodes).put("Services", services).put("Checks", checks);
         }
     }
 
@@ -171,7 +189,8 @@ public final class SnapshotArchive {
             if (data.read() != -1) {
                 throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
             }
-            return new Summary(layout.meta, layout.stateBytes, channel.size(), Holdings.of(census.keys(), census.systemKeys()));
+            return new Summary(layout.meta, layout.stateBytes, channel.size(), Holdings.of(census.keys(), census.systemKeys())
+                    .withCatalog(census.nodes(), census.services(), census.checks()));
         }
     }
 
