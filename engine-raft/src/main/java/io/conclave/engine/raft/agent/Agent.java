@@ -234,6 +234,11 @@ public final class Agent implements AutoCloseable {
         return assembly.http().bodyBudget().inFlight();
     }
 
+    /** What this agent runs: a server's or a client's parts (for tests in this package). */
+    Assembly assembly() {
+        return assembly;
+    }
+
     /** The blocking queries waiting now on this server. */
     public int blockingQueries() {
         return assembly.blockingQueries();

@@ -29,6 +29,7 @@ import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.http.AclHttpApi;
 import io.conclave.engine.raft.http.AgentHttpApi;
 import io.conclave.engine.raft.http.AgentServicesHttpApi;
+import io.conclave.engine.raft.local.AntiEntropy;
 import io.conclave.engine.raft.local.LocalAgent;
 import io.conclave.engine.raft.local.LocalStore;
 import io.conclave.engine.raft.http.AutopilotHttpApi;
@@ -143,6 +144,7 @@ final class AgentAssembly implements Assembly {
     private MetricsHttpApi metricsApi;
     private AgentHttpApi agentApi;
     private LocalAgent localAgent;
+    private AntiEntropy antiEntropy;
     private int httpPort;
     private int httpsPort = -1;
 
@@ -445,6 +447,28 @@ final class AgentAssembly implements Assembly {
         localAgent = new LocalAgent(vertx, Optional.of(new LocalStore(dataDir)), System::nanoTime);
         await(localAgent.start(config.services(), config.checks()));
         new AgentServicesHttpApi(localAgent, config.nodeName(), config.datacenter()).register(http);
+        if (catalog.available()) { // anti-entropy: this server's node, services and checks kept in the catalog
+            AntiEntropy.Node self = new AntiEntropy.Node(config.nodeName(), config.datacenter(),
+                    CatalogServiceWriter.nodeInfo(membership.local(), identity.nodeId()), config.acl()::agentToken);
+            antiEntropy = new AntiEntropy(vertx, localAgent.context(), localAgent.state(), new CatalogServiceWriter(catalog), self,
+                    this::aliveMembers, System::nanoTime, AntiEntropy.Timing.CONSUL);
+            antiEntropy.start();
+        }
+    }
+
+    /** The catalog's service (for tests in this package). */
+    CatalogService catalogService() {
+        return catalog;
+    }
+
+    /** This server's anti-entropy, or {@code null} without a catalog (for tests in this package). */
+    AntiEntropy antiEntropy() {
+        return antiEntropy;
+    }
+
+    /** The members membership sees alive now: the cluster's size, as anti-entropy scales its interval by it. */
+    private int aliveMembers() {
+        return (int) membership.members().stream().filter(member -> member.status() == MemberStatus.ALIVE).count();
     }
 
     /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes. */
@@ -624,6 +648,9 @@ final class AgentAssembly implements Assembly {
     @Override
     public void close() {
         await(http.close());
+        if (antiEntropy != null) {
+            antiEntropy.stop();
+        }
         if (tombstoneReaper != null) {
             tombstoneReaper.stop();
         }

@@ -83,6 +83,14 @@ public final class LocalAgent {
         return state;
     }
 
+    /**
+     * The context every operation runs on. Anti-entropy runs here too, so that a sync never sees half an operation (a
+     * service put and its checks not yet): the changes of one operation are made in one task on this context.
+     */
+    public Context context() {
+        return context;
+    }
+
     // ---------------------------------------------------------------- start and stop
 
     /**
