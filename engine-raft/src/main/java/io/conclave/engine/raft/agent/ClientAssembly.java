@@ -10,6 +10,7 @@ import io.conclave.api.membership.MembershipSettings;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.http.AgentHttpApi;
 import io.conclave.engine.raft.http.AgentServicesHttpApi;
+import io.conclave.engine.raft.local.AntiEntropy;
 import io.conclave.engine.raft.local.LocalAgent;
 import io.conclave.engine.raft.local.LocalStore;
 import io.conclave.engine.raft.http.HttpApi;
@@ -72,6 +73,7 @@ final class ClientAssembly implements Assembly {
     private AgentHttpApi agentApi;
     private MetricsHttpApi metricsApi;
     private LocalAgent localAgent;
+    private AntiEntropy antiEntropy;
     private Future<Void> leaving;
     private int httpPort;
     private int httpsPort = -1;
@@ -169,6 +171,13 @@ final class ClientAssembly implements Assembly {
         localAgent = new LocalAgent(vertx, Optional.of(new LocalStore(dataDir)), System::nanoTime);
         AgentAssembly.await(localAgent.start(config.services(), config.checks()));
         new AgentServicesHttpApi(localAgent, config.nodeName(), config.datacenter()).register(http);
+        // anti-entropy: this client's node, services and checks kept in the catalog, through a server
+        AntiEntropy.Node self = new AntiEntropy.Node(config.nodeName(), config.datacenter(),
+                CatalogServiceWriter.nodeInfo(membership.local(), identity.nodeId()), config.acl()::agentToken);
+        antiEntropy = new AntiEntropy(vertx, localAgent.context(), localAgent.state(), new ForwardingCatalogWriter(forwarder), self,
+                () -> (int) membership.members().stream().filter(member -> member.status() == MemberStatus.ALIVE).count(), System::nanoTime,
+                AntiEntropy.Timing.CONSUL);
+        antiEntropy.start();
         metricsApi = new MetricsHttpApi(() -> Future.succeededFuture(Map.of()), new NodeMetrics(), blockedThreads, membership::counters);
         metricsApi.register(http);
         forwarder.register(http); // last: this agent's own routes win
@@ -233,6 +242,9 @@ final class ClientAssembly implements Assembly {
     @Override
     public void close() {
         AgentAssembly.await(http.close());
+        if (antiEntropy != null) {
+            antiEntropy.stop();
+        }
         if (forwarder != null) {
             AgentAssembly.await(forwarder.close());
         }

@@ -3,6 +3,7 @@ package io.conclave.engine.raft.http;
 import io.conclave.engine.raft.tls.VertxTls;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpClientOptions;
@@ -109,6 +110,67 @@ public final class ServerForwarder {
             return;
         }
         attempt(request, order, 0, new ArrayList<>());
+    }
+
+    /** A server's answer to a request this agent made itself: status, headers, body. */
+    public record Answer(int status, MultiMap headers, Buffer body) {
+    }
+
+    /**
+     * Sends a request of this agent's own (anti-entropy's catalog reads and writes) to a server, under the rules of a
+     * forwarded one: another server only when no stream could be opened, or for a read ({@code body} null) that got no
+     * answer; a write sent and then cut off fails saying its outcome is unknown, never sent again. Fails when no server
+     * is known or none could be reached; any status is an answer (the caller reads it).
+     *
+     * @param token the ACL token to send ({@code X-Consul-Token}), if any
+     * @param body  the request's body, or null for none
+     */
+    public Future<Answer> send(HttpMethod method, String uri, Optional<String> token, Buffer body) {
+        List<SocketAddress> order = order(servers.get());
+        if (order.isEmpty()) {
+            return Future.failedFuture(new IllegalStateException("no known Conclave server: this client agent knows no alive server of its"
+                    + " datacenter"));
+        }
+        return sendTo(method, uri, token, body, order, 0, new ArrayList<>());
+    }
+
+    private Future<Answer> sendTo(HttpMethod method, String uri, Optional<String> token, Buffer body, List<SocketAddress> order, int next,
+                                  List<String> failures) {
+        if (next == order.size()) {
+            return Future.failedFuture(new IllegalStateException("no server could be reached: " + String.join("; ", failures)));
+        }
+        SocketAddress server = order.get(next);
+        MultiMap headers = MultiMap.caseInsensitiveMultiMap();
+        token.ifPresent(value -> headers.set("x-consul-token", value));
+        headers.set(HttpApi.FORWARDED_BY_HEADER.toLowerCase(java.util.Locale.ROOT), agentName);
+        if (body != null) {
+            headers.set("content-type", "application/json");
+        }
+        RequestOptions options = new RequestOptions().setMethod(method).setServer(server).setHost(server.host()).setPort(server.port())
+                .setURI(uri).setHeaders(headers).setIdleTimeout(ANSWER_MARGIN.toMillis());
+        return client.request(options).transform(opened -> {
+            if (opened.failed()) { // nothing was sent: the next server may have it
+                failures.add(server + ": " + opened.cause().getMessage());
+                if (server.equals(preferred)) {
+                    preferred = null;
+                }
+                return sendTo(method, uri, token, body, order, next + 1, failures);
+            }
+            Future<HttpClientResponse> sent = body == null ? opened.result().send() : opened.result().send(body);
+            return sent.compose(response -> response.body().map(answer -> new Answer(response.statusCode(), response.headers(), answer)))
+                    .transform(answered -> {
+                        if (answered.succeeded()) {
+                            preferred = server;
+                            return Future.succeededFuture(answered.result());
+                        }
+                        if (body == null) { // a read had no effect: another server may answer it
+                            failures.add(server + ": " + answered.cause().getMessage());
+                            return sendTo(method, uri, token, body, order, next + 1, failures);
+                        }
+                        return Future.failedFuture(new IllegalStateException("server " + server + " failed after the request was sent: "
+                                + answered.cause().getMessage() + "; the write may or may not be applied", answered.cause()));
+                    });
+        });
     }
 
     /** The servers, the last one that answered first, the others shuffled. */
