@@ -70,6 +70,9 @@ final class ForwardingCatalogWriter implements CatalogWriter {
             if (answer.status() == 200 && "true".equals(answer.body().toString(StandardCharsets.UTF_8).trim())) {
                 return Future.succeededFuture();
             }
+            if (answer.status() == 403) {
+                return Future.failedFuture(new PermissionDeniedException("PUT " + path + " answered 403: " + abbreviated(answer.body())));
+            }
             return Future.failedFuture(new IllegalStateException("PUT " + path + " answered " + answer.status() + ": "
                     + abbreviated(answer.body())));
         });

@@ -43,7 +43,10 @@ import org.slf4j.LoggerFactory;
  *     {@code check_update_interval}), so that a check whose output changes at every run does not write the log at every
  *     run.</li>
  * <li>Writes go one at a time. One that fails ends the round, and a full sync is tried again after
- *     {@link Timing#retryFail} (Consul's {@code retryFailIntv}); what it left undone is found by that sync's read.</li>
+ *     {@link Timing#retryFail} (Consul's {@code retryFailIntv}); what it left undone is found by that sync's read. One
+ *     refused for its token's rules ({@link CatalogWriter.PermissionDeniedException}) is logged and taken as in sync,
+ *     as Consul's "blocked by ACLs": the others go on, and it is tried again when it changes or a full sync finds it
+ *     missing.</li>
  * <li>Stopping deregisters nothing: a node that left is removed from the catalog by the leader.</li>
  * </ul>
  *
@@ -296,6 +299,12 @@ public final class AntiEntropy {
         Future<Void> done = here(write.registration().isPresent() ? writer.register(write.registration().get(), write.token())
                 : writer.deregister(write.deregistration().orElseThrow(), write.token()));
         return done.transform(result -> {
+            if (result.failed() && result.cause() instanceof CatalogWriter.PermissionDeniedException denied) {
+                // Consul's: blocked by ACLs, taken as in sync (not tried again until it changes), the others go on
+                LOG.warn("anti-entropy: {} blocked by ACLs: {}", write.what(), denied.getMessage());
+                write.inSync().run();
+                return run(planned, next + 1);
+            }
             if (result.failed()) {
                 return Future.failedFuture(new IllegalStateException(write.what() + ": " + result.cause().getMessage(), result.cause()));
             }

@@ -71,10 +71,23 @@ public interface CatalogWriter {
     record Deregistration(String node, String datacenter, Optional<String> serviceId, Optional<String> checkId) {
     }
 
+    /**
+     * A write the servers refused for its token's rules (Consul's {@code Permission denied}): anti-entropy does not try
+     * it again until what it writes changes, as Consul's, so that one denied entry does not stop the others.
+     */
+    final class PermissionDeniedException extends RuntimeException {
+        public PermissionDeniedException(String message) {
+            super(message, null, false, false);
+        }
+    }
+
     /** What the catalog holds of {@code node}, as fresh as a default (leader) read. */
     Future<NodeEntries> read(String node, Optional<String> token);
 
-    /** Registers; completes once applied, fails when it could not be written or its outcome is unknown. */
+    /**
+     * Registers; completes once applied, fails when it could not be written or its outcome is unknown
+     * ({@link PermissionDeniedException} when the token's rules refuse it).
+     */
     Future<Void> register(Registration registration, Optional<String> token);
 
     /** Deregisters; removing what is not there succeeds. As {@link #register} otherwise. */

@@ -51,6 +51,8 @@ class AntiEntropyTest {
         final List<Optional<String>> tokens = new CopyOnWriteArrayList<>();
         final AtomicInteger failures = new AtomicInteger();
         final AtomicInteger reads = new AtomicInteger();
+        /** Services whose registration the token's rules refuse. */
+        final java.util.Set<String> denied = ConcurrentHashMap.newKeySet();
 
         @Override
         public synchronized Future<NodeEntries> read(String name, Optional<String> token) {
@@ -66,6 +68,10 @@ class AntiEntropyTest {
         public synchronized Future<Void> register(Registration registration, Optional<String> token) {
             if (fails()) {
                 return Future.failedFuture(new IllegalStateException("no server could be reached"));
+            }
+            if (registration.service().map(service -> denied.contains(service.id())).orElse(false)) {
+                log.add("denied service " + registration.service().get().id());
+                return Future.failedFuture(new PermissionDeniedException("Permission denied"));
             }
             for (CatalogCheck check : registration.checks()) {
                 boolean withService = registration.service().map(service -> service.id().equals(check.serviceId())).orElse(false);
@@ -266,6 +272,17 @@ class AntiEntropyTest {
         assertEquals("critical", catalog.checks.get("service:web").status());
         assertEquals(0, catalog.failures.get());
         assertTrue(catalog.reads.get() >= 2, "retried by full syncs, each reading the catalog first: " + catalog.reads.get());
+    }
+
+    @Test
+    void a_write_the_acls_refuse_is_taken_as_in_sync_and_stops_no_other_write() throws Exception {
+        catalog.denied.add("secret");
+        Await.result(agent.registerService(service("{\"Name\": \"secret\"}"), false));
+        awaitQuiet(2);
+        Await.result(agent.registerService(service("{\"Name\": \"web\"}"), false));
+        awaitQuiet(3);
+        assertEquals(List.of("register node c1", "denied service secret", "register service web"), catalog.log);
+        assertEquals(1, catalog.reads.get(), "no full sync tried again for a refusal: only the one at start read the catalog");
     }
 
     @Test
