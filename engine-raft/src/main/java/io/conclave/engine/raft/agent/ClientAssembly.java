@@ -3,6 +3,7 @@ package io.conclave.engine.raft.agent;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MembershipEvent;
 import io.conclave.api.membership.MemberTags;
 import io.conclave.api.membership.Membership;
 import io.conclave.api.membership.MembershipProvider;
@@ -74,6 +75,7 @@ final class ClientAssembly implements Assembly {
     private MetricsHttpApi metricsApi;
     private LocalAgent localAgent;
     private AntiEntropy antiEntropy;
+    private AutoCloseable serverWatch;
     private Future<Void> leaving;
     private int httpPort;
     private int httpsPort = -1;
@@ -178,6 +180,11 @@ final class ClientAssembly implements Assembly {
                 () -> (int) membership.members().stream().filter(member -> member.status() == MemberStatus.ALIVE).count(), System::nanoTime,
                 AntiEntropy.Timing.CONSUL);
         antiEntropy.start();
+        serverWatch = membership.subscribe(event -> { // Consul's: a server that joins brings the next full sync
+            if (event.type() == MembershipEvent.Type.JOINED && event.member().isServer()) {
+                antiEntropy.serverUp();
+            }
+        });
         metricsApi = new MetricsHttpApi(() -> Future.succeededFuture(Map.of()), new NodeMetrics(), blockedThreads, membership::counters);
         metricsApi.register(http);
         forwarder.register(http); // last: this agent's own routes win
@@ -242,6 +249,13 @@ final class ClientAssembly implements Assembly {
     @Override
     public void close() {
         AgentAssembly.await(http.close());
+        if (serverWatch != null) {
+            try {
+                serverWatch.close();
+            } catch (Exception e) {
+                LOG.debug("closing anti-entropy's membership subscription: {}", e.getMessage());
+            }
+        }
         if (antiEntropy != null) {
             antiEntropy.stop();
         }

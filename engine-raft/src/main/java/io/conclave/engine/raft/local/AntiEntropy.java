@@ -59,6 +59,8 @@ public final class AntiEntropy {
 
     /** Consul's {@code scaleThreshold}: above this many nodes the full-sync interval grows. */
     public static final int SCALE_THRESHOLD = 128;
+    /** Consul's {@code ServerUpInterval}: a server that joins brings the next full sync within this (a random part of it). */
+    public static final Duration SERVER_UP_INTERVAL = Duration.ofSeconds(3);
     /** The check the leader writes for every node from membership: never this agent's to write or remove. */
     public static final String SERF_HEALTH = Definitions.SERF_HEALTH;
     /** The service the leader registers on every server node: never this agent's to remove. */
@@ -112,6 +114,8 @@ public final class AntiEntropy {
     private boolean changesPending;
     private boolean stopped;
     private long fullTimer = -1;
+    /** When the full-sync timer fires, on {@link #nanoClock}. */
+    private long fullDueNanos = Long.MAX_VALUE;
     private long changesTimer = -1;
     private volatile long writes;
     private volatile long fullSyncs;
@@ -251,9 +255,25 @@ public final class AntiEntropy {
         if (stopped) {
             return;
         }
+        fullDueNanos = nanoClock.getAsLong() + delay.toNanos();
         fullTimer = vertx.setTimer(Math.max(1, delay.toMillis()), id -> {
             fullTimer = -1;
+            fullDueNanos = Long.MAX_VALUE;
             request(true);
+        });
+    }
+
+    /**
+     * A server joined the cluster: the next full sync comes within {@link #SERVER_UP_INTERVAL} unless it is due sooner,
+     * as Consul's (a client agent that started before any server was known, or while the servers had no leader, syncs
+     * as soon as one comes, not a retry interval later).
+     */
+    public void serverUp() {
+        context.runOnContext(ignored -> {
+            Duration delay = Duration.ofNanos(Math.floorMod(random.nextLong(), SERVER_UP_INTERVAL.toNanos()));
+            if (!stopped && fullDueNanos - nanoClock.getAsLong() > delay.toNanos()) {
+                scheduleFull(delay);
+            }
         });
     }
 

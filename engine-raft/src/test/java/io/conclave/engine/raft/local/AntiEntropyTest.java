@@ -57,6 +57,9 @@ class AntiEntropyTest {
         @Override
         public synchronized Future<NodeEntries> read(String name, Optional<String> token) {
             reads.incrementAndGet();
+            if (fails()) {
+                return Future.failedFuture(new IllegalStateException("no server could be reached"));
+            }
             return Future.succeededFuture(new NodeEntries(node.get(), Map.copyOf(services), Map.copyOf(checks)));
         }
 
@@ -283,6 +286,25 @@ class AntiEntropyTest {
         awaitQuiet(3);
         assertEquals(List.of("register node c1", "denied service secret", "register service web"), catalog.log);
         assertEquals(1, catalog.reads.get(), "no full sync tried again for a refusal: only the one at start read the catalog");
+    }
+
+    @Test
+    void a_server_that_joins_brings_a_failed_full_sync_forward() throws Exception {
+        antiEntropy.stop();
+        catalog.log.clear();
+        catalog.node.set(Optional.empty());
+        catalog.failures.set(1);
+        AntiEntropy slow = new AntiEntropy(vertx, agent.context(), agent.state(), catalog,
+                new AntiEntropy.Node("c1", "dc1", NODE, Optional::empty), () -> 3, clock::get,
+                new AntiEntropy.Timing(Duration.ofHours(1), Duration.ofHours(1), Duration.ofMinutes(5)));
+        try {
+            slow.start(); // its read fails: the next try is an hour away
+            Await.until("the first read tried", () -> catalog.failures.get() == 0);
+            slow.serverUp();
+            awaitLog(List.of("register node c1")); // within SERVER_UP_INTERVAL
+        } finally {
+            slow.stop();
+        }
     }
 
     @Test
