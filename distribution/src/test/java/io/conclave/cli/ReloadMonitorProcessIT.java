@@ -4,11 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -24,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>SIGHUP with a changed {@code log_level}, {@code acl.tokens.agent} and {@code node_meta}: the first two are
  *       applied (the agent's own log now has DEBUG lines; the old agent token names no token, the new one may reload),
  *       {@code node_meta} is named in a WARN as needing a restart; the monitor saw the reload's line;</li>
- *   <li>a file that no longer parses: {@code conclave reload} exits 1 with the reason, and nothing changed.</li>
+ *   <li>a file that no longer parses: {@code conclave reload} exits 1 with the reason, and nothing changed;</li>
+ *   <li>{@code conclave leave} with the old agent token is refused, with the new one the agent leaves and exits 0.</li>
  * </ul>
  */
 @Timeout(180)
@@ -114,11 +118,19 @@ class ReloadMonitorProcessIT {
                 assertTrue(monitor.waitFor(30, TimeUnit.SECONDS), "the monitor stops on SIGTERM");
             }
             assertEquals(0, monitor.exitValue(), "the monitor exits 0 when stopped:\n" + read(monitored));
+
+            // the acceptance's check: the old agent token is refused for a leave, the new one is accepted
+            AgentProcess.CommandRun oldLeave = AgentProcess.command(home, work, "leave", "-http-addr", address, "-token", FIRST_AGENT_TOKEN);
+            assertEquals(1, oldLeave.exit(), oldLeave.output());
+            assertTrue(agent.process.isAlive(), "a refused leave leaves the agent running");
+            AgentProcess.CommandRun leave = AgentProcess.command(home, work, "leave", "-http-addr", address, "-token", SECOND_AGENT_TOKEN);
+            assertEquals(0, leave.exit(), leave.output());
+            assertEquals(0, agent.awaitExit(DEADLINE), "the leave with the new agent token stops the agent:\n" + agent.output());
         }
     }
 
     private static Process monitor(Path home, Path dir, Path output, String... args) throws Exception {
-        List<String> command = new java.util.ArrayList<>(List.of(home.resolve("bin").resolve("conclave").toString()));
+        List<String> command = new ArrayList<>(List.of(home.resolve("bin").resolve("conclave").toString()));
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).redirectOutput(output.toFile());
         builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
@@ -134,16 +146,16 @@ class ReloadMonitorProcessIT {
     private static String read(Path file) {
         try {
             return Files.exists(file) ? Files.readString(file, StandardCharsets.UTF_8) : "";
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
     private static String quietly(AgentProcess agent) {
         try {
             return agent.output();
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 }
