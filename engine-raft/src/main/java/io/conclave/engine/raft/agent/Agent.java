@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.agent;
 
+import io.conclave.engine.raft.config.ConfigException;
 import io.conclave.api.ConclaveVersion;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.storage.DirectoryLock;
@@ -62,7 +63,7 @@ public final class Agent implements AutoCloseable {
     private volatile Throwable failure;
 
     private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
-                  boolean nodeIdStored, DirectoryLock dataDirLock) {
+                  boolean nodeIdStored, DirectoryLock dataDirLock, AgentControls controls) {
         this.dataDirLock = dataDirLock;
         this.dataDir = dataDir;
         this.temporaryDataDir = temporaryDataDir;
@@ -71,8 +72,8 @@ public final class Agent implements AutoCloseable {
         this.vertx = Vertx.vertx(vertxOptions());
         this.blockedThreads = BlockedThreadWatch.install(vertx);
         this.assembly = config.server()
-                ? new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause)
-                : new ClientAssembly(config, registry, dataDir, identity, vertx, blockedThreads, this::stopBecause);
+                ? new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause, controls)
+                : new ClientAssembly(config, registry, dataDir, identity, vertx, blockedThreads, this::stopBecause, controls);
     }
 
     private static VertxOptions vertxOptions() {
@@ -95,6 +96,11 @@ public final class Agent implements AutoCloseable {
      * @param pluginsDir the plugins folder ({@code plugins_dir} in the configuration wins), or {@code null}
      */
     public static Agent start(ConclaveConfig config, Path pluginsDir) {
+        return start(config, pluginsDir, AgentControls.NONE);
+    }
+
+    /** As {@link #start(ConclaveConfig, Path)}, with what the process gives its agent: its logs, its configuration files. */
+    public static Agent start(ConclaveConfig config, Path pluginsDir, AgentControls controls) {
         Path effectivePluginsDir = config.pluginsDir().orElse(pluginsDir);
         Map<String, String> chosen = new LinkedHashMap<>(config.plugins());
         if (config.dev()) {
@@ -124,7 +130,7 @@ public final class Agent implements AutoCloseable {
                     NodeIdFile.write(dataDir, fresh);
                     return Optional.of(fresh);
                 });
-                Agent client = new Agent(config, registry, dataDir, temporary, storedNodeId.get(), true, lock);
+                Agent client = new Agent(config, registry, dataDir, temporary, storedNodeId.get(), true, lock, controls);
                 try {
                     client.assembly.assemble();
                 } catch (RuntimeException e) {
@@ -143,7 +149,7 @@ public final class Agent implements AutoCloseable {
             throw e;
         }
         Agent agent = new Agent(config, registry, dataDir, temporary, storedNodeId.orElseGet(() -> NodeIdFile.fresh(config.nodeId())),
-                storedNodeId.isPresent(), lock);
+                storedNodeId.isPresent(), lock, controls);
         try {
             agent.assembly.assemble();
         } catch (RuntimeException e) {
@@ -172,6 +178,16 @@ public final class Agent implements AutoCloseable {
             assembly.handOverBeforeStop(handOver);
         }
         stop();
+    }
+
+    /**
+     * Reloads the configuration files (SIGHUP): applies what can change at run time, names in one WARN line what cannot.
+     * Blocking: call off the event loops.
+     *
+     * @throws ConfigException for a configuration that does not parse: nothing changed
+     */
+    public void reload() {
+        assembly.reload();
     }
 
     /** Stops by itself, off the event loops ({@link #stop} closes Vert.x): {@code why} {@code null} for a clean stop. */

@@ -25,6 +25,13 @@ interface Assembly {
     /** Before a stop without leaving (SIGTERM): a leading server hands leadership over, waiting at most {@code handOver}. */
     void handOverBeforeStop(Duration handOver);
 
+    /**
+     * Reloads the configuration files (SIGHUP): see {@link Reloader}. Blocking: call off the event loops.
+     *
+     * @throws io.conclave.engine.raft.config.ConfigException for a configuration that does not parse: nothing changed
+     */
+    void reload();
+
     /** Takes everything down, in the reverse order; what was never built is skipped. */
     void close();
 

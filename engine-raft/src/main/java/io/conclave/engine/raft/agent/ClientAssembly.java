@@ -17,6 +17,7 @@ import io.conclave.engine.raft.local.LocalStore;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
+import io.conclave.engine.raft.http.MonitorHttpApi;
 import io.conclave.engine.raft.http.ServerForwarder;
 import io.conclave.engine.raft.plugins.PluginRegistry;
 import io.conclave.engine.raft.plugins.ProviderInfo;
@@ -68,6 +69,8 @@ final class ClientAssembly implements Assembly {
     private final LeaveCoordinator.Stop stop;
     private final HttpApi http = new HttpApi();
     private final TlsSetup tls;
+    private final AgentControls controls;
+    private Reloader reloader;
 
     private Membership membership;
     private ServerForwarder forwarder;
@@ -81,7 +84,8 @@ final class ClientAssembly implements Assembly {
     private int httpsPort = -1;
 
     ClientAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, Vertx vertx,
-                   BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop) {
+                   BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop, AgentControls controls) {
+        this.controls = controls;
         this.config = config;
         this.registry = registry;
         this.dataDir = dataDir;
@@ -167,8 +171,13 @@ final class ClientAssembly implements Assembly {
                 .put("DevMode", false)
                 .put("SessionTTLMin", config.sessionTtlMin().toNanos());
         agentApi = new AgentHttpApi(new AgentHttpApi.Self(selfConfig, config.nodeMeta(), this::activePlugins, ""), membership::local,
-                () -> servers().size(), this::plugins, this::leave);
+                () -> servers().size(), this::plugins, this::leave, () -> vertx.executeBlocking(() -> {
+                    reload();
+                    return null;
+                }, false));
         agentApi.register(http);
+        new MonitorHttpApi(vertx, controls.logs()).register(http);
+        reloader = new Reloader(config, controls.reread(), controls.logs(), http, tls, null); // no ACL store: the servers hold it
         new MembershipHttpApi(vertx, membership, config.datacenter(), AgentAssembly.MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         localAgent = new LocalAgent(vertx, Optional.of(new LocalStore(dataDir)), System::nanoTime);
         AgentAssembly.await(localAgent.start(config.services(), config.checks()));
@@ -239,6 +248,14 @@ final class ClientAssembly implements Assembly {
             vertx.setTimer(drainMillis, id -> stop.stop(null));
         });
         return leaving;
+    }
+
+    @Override
+    public void reload() {
+        if (reloader == null) {
+            throw new IllegalStateException("the agent is still starting");
+        }
+        reloader.reload();
     }
 
     @Override
