@@ -550,7 +550,7 @@ final class AgentAssembly implements Assembly {
                 .put("DevMode", config.dev())
                 .put("SessionTTLMin", config.sessionTtlMin().toNanos());
         agentApi = new AgentHttpApi(kv.raft(), new AgentHttpApi.Self(selfConfig, config.nodeMeta(), this::activePlugins, removalPolicy.name()),
-                membership::local, node::coreCounters, node::isStateless, this::plugins, leave::leave,
+                membership::local, node::coreCounters, node::isStateless, this::plugins, this::leave,
                 () -> vertx.executeBlocking(() -> {
                     reload();
                     return null;
@@ -629,7 +629,14 @@ final class AgentAssembly implements Assembly {
 
     @Override
     public Future<Void> leave() {
-        return leave == null ? Future.failedFuture(new IllegalStateException("the agent is still starting")) : leave.leave();
+        if (leave == null) {
+            return Future.failedFuture(new IllegalStateException("the agent is still starting"));
+        }
+        if (antiEntropy == null) {
+            return leave.leave();
+        }
+        antiEntropy.pause(); // the leader deregisters a node that left: no sync may register it again
+        return leave.leave().onFailure(error -> antiEntropy.resume());
     }
 
     @Override

@@ -237,6 +237,9 @@ final class ClientAssembly implements Assembly {
             return leaving;
         }
         LOG.info("client agent leaving: announcing it through membership; nothing in the Raft configuration changes");
+        if (antiEntropy != null) {
+            antiEntropy.stop(); // the leader deregisters a node that left: no sync may register it again
+        }
         Promise<Void> left = Promise.promise();
         leaving = left.future();
         membership.leave(config.leaveTimeout()).onComplete(done -> {

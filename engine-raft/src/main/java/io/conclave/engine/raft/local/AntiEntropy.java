@@ -113,6 +113,7 @@ public final class AntiEntropy {
     private boolean fullPending;
     private boolean changesPending;
     private boolean stopped;
+    private boolean paused;
     private long fullTimer = -1;
     /** When the full-sync timer fires, on {@link #nanoClock}. */
     private long fullDueNanos = Long.MAX_VALUE;
@@ -150,6 +151,27 @@ public final class AntiEntropy {
             cancel(changesTimer);
             fullWaiters.forEach(waiter -> waiter.fail(new IllegalStateException("anti-entropy is stopped")));
             fullWaiters.clear();
+        });
+    }
+
+    /**
+     * Pauses syncing while the agent leaves (Consul's {@code StateSyncer.Pause}): a node that leaves is deregistered by
+     * the leader, and a sync in the meantime would register it again. A write under way finishes; nothing more is
+     * written until {@link #resume}.
+     */
+    public void pause() {
+        context.runOnContext(ignored -> paused = true);
+    }
+
+    /** Resumes after {@link #pause} (a leave that failed): a full sync, if any was asked meanwhile. */
+    public void resume() {
+        context.runOnContext(ignored -> {
+            paused = false;
+            if (fullPending && !running) {
+                fullPending = false;
+                changesPending = false;
+                request(true);
+            }
         });
     }
 
@@ -204,6 +226,10 @@ public final class AntiEntropy {
 
     private void request(boolean full) {
         if (stopped) {
+            return;
+        }
+        if (paused) { // a full sync once resumed covers whatever this would have written
+            fullPending = true;
             return;
         }
         if (running) { // one round at a time: this one runs once the current one ends

@@ -308,6 +308,18 @@ class AntiEntropyTest {
     }
 
     @Test
+    void while_the_agent_leaves_nothing_is_written_and_a_leave_that_failed_resumes_with_a_full_sync() throws Exception {
+        antiEntropy.pause();
+        Await.result(agent.registerService(service("{\"Name\": \"web\"}"), false));
+        awaitQuiet(1); // the leader deregisters a node that left: a sync now would register it again
+        int reads = catalog.reads.get();
+        antiEntropy.resume();
+        awaitQuiet(2);
+        assertEquals("register service web", catalog.log.get(1));
+        assertEquals(reads + 1, catalog.reads.get(), "resumed with a full sync");
+    }
+
+    @Test
     void an_agent_that_stops_deregisters_nothing() throws Exception {
         Await.result(agent.registerService(service("{\"Name\": \"web\"}"), false));
         awaitQuiet(2);
