@@ -11,6 +11,7 @@ import io.conclave.engine.raft.kv.NodeService;
 import io.conclave.engine.raft.local.CatalogWriter;
 import io.conclave.engine.raft.local.ServiceDefinition;
 import io.conclave.engine.raft.service.CatalogService;
+import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.ReadConsistency;
 import io.vertx.core.Future;
 import java.util.LinkedHashMap;
@@ -50,9 +51,20 @@ final class CatalogServiceWriter implements CatalogWriter {
         return applied(catalog.deregister(catalogDeregistration(deregistration)), "deregister");
     }
 
+    /**
+     * {@code answer} as the agent's: a request the catalog refuses for what it is (a limit, a rule: answered 400 or 500
+     * with Consul's words over HTTP) fails with {@link RefusedException}, anything else as it failed.
+     */
     private static Future<Void> applied(Future<Boolean> answer, String what) {
-        return answer.compose(applied -> Boolean.TRUE.equals(applied) ? Future.succeededFuture()
-                : Future.failedFuture(new IllegalStateException("the catalog refused the " + what)));
+        return answer.transform(result -> {
+            if (result.failed()) {
+                Throwable error = result.cause();
+                return Future.failedFuture(error instanceof CatalogService.InvalidRequestException
+                        || error instanceof KvService.CommandFailedException ? new RefusedException(error.getMessage()) : error);
+            }
+            return Boolean.TRUE.equals(result.result()) ? Future.succeededFuture()
+                    : Future.failedFuture(new IllegalStateException("the catalog did not apply the " + what));
+        });
     }
 
     /**

@@ -73,6 +73,10 @@ final class ForwardingCatalogWriter implements CatalogWriter {
             if (answer.status() == 403) {
                 return Future.failedFuture(new PermissionDeniedException("PUT " + path + " answered 403: " + abbreviated(answer.body())));
             }
+            if (answer.status() == 400 || answer.status() == 413) { // Consul's words for a request it refuses for what it is
+                return Future.failedFuture(new RefusedException("PUT " + path + " answered " + answer.status() + ": "
+                        + abbreviated(answer.body())));
+            }
             return Future.failedFuture(new IllegalStateException("PUT " + path + " answered " + answer.status() + ": "
                     + abbreviated(answer.body())));
         });

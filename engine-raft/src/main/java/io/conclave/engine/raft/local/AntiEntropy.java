@@ -46,7 +46,8 @@ import org.slf4j.LoggerFactory;
  *     {@link Timing#retryFail} (Consul's {@code retryFailIntv}); what it left undone is found by that sync's read. One
  *     refused for its token's rules ({@link CatalogWriter.PermissionDeniedException}) is logged and taken as in sync,
  *     as Consul's "blocked by ACLs": the others go on, and it is tried again when it changes or a full sync finds it
- *     missing.</li>
+ *     missing. So is one the catalog refuses for what it is ({@link CatalogWriter.RefusedException}: its rules or
+ *     limits).</li>
  * <li>Stopping deregisters nothing: a node that left is removed from the catalog by the leader.</li>
  * </ul>
  *
@@ -345,9 +346,10 @@ public final class AntiEntropy {
         Future<Void> done = here(write.registration().isPresent() ? writer.register(write.registration().get(), write.token())
                 : writer.deregister(write.deregistration().orElseThrow(), write.token()));
         return done.transform(result -> {
-            if (result.failed() && result.cause() instanceof CatalogWriter.PermissionDeniedException denied) {
-                // Consul's: blocked by ACLs, taken as in sync (not tried again until it changes), the others go on
-                LOG.warn("anti-entropy: {} blocked by ACLs: {}", write.what(), denied.getMessage());
+            if (result.failed() && result.cause() instanceof CatalogWriter.RefusedException refused) {
+                // Consul's "blocked by ACLs": taken as in sync (not tried again until it changes), the others go on
+                LOG.warn("anti-entropy: {} {}: {}", write.what(), refused instanceof CatalogWriter.PermissionDeniedException
+                        ? "blocked by ACLs" : "refused by the catalog", refused.getMessage());
                 write.inSync().run();
                 return run(planned, next + 1);
             }

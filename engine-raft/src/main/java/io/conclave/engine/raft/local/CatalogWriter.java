@@ -72,12 +72,20 @@ public interface CatalogWriter {
     }
 
     /**
-     * A write the servers refused for its token's rules (Consul's {@code Permission denied}): anti-entropy does not try
-     * it again until what it writes changes, as Consul's, so that one denied entry does not stop the others.
+     * A write the servers refuse for what it is, not for a passing failure (an entry the catalog's rules or limits do
+     * not take): anti-entropy does not try it again until what it writes changes, so that one refused entry does not
+     * stop the others.
      */
-    final class PermissionDeniedException extends RuntimeException {
-        public PermissionDeniedException(String message) {
+    class RefusedException extends RuntimeException {
+        public RefusedException(String message) {
             super(message, null, false, false);
+        }
+    }
+
+    /** A write refused for its token's rules (Consul's {@code Permission denied}): as Consul's "blocked by ACLs". */
+    final class PermissionDeniedException extends RefusedException {
+        public PermissionDeniedException(String message) {
+            super(message);
         }
     }
 
@@ -86,7 +94,8 @@ public interface CatalogWriter {
 
     /**
      * Registers; completes once applied, fails when it could not be written or its outcome is unknown
-     * ({@link PermissionDeniedException} when the token's rules refuse it).
+     * ({@link RefusedException} when the catalog refuses it for what it is, {@link PermissionDeniedException} for its
+     * token's rules).
      */
     Future<Void> register(Registration registration, Optional<String> token);
 

@@ -76,6 +76,10 @@ class AntiEntropyTest {
                 log.add("denied service " + registration.service().get().id());
                 return Future.failedFuture(new PermissionDeniedException("Permission denied"));
             }
+            if (registration.service().map(service -> service.meta().containsKey("too-big")).orElse(false)) {
+                log.add("refused service " + registration.service().get().id());
+                return Future.failedFuture(new RefusedException("a service definition of 70000 bytes is above the 65536 byte limit"));
+            }
             for (CatalogCheck check : registration.checks()) {
                 boolean withService = registration.service().map(service -> service.id().equals(check.serviceId())).orElse(false);
                 if (!check.serviceId().isEmpty() && !withService && !services.containsKey(check.serviceId())) {
@@ -278,7 +282,7 @@ class AntiEntropyTest {
     }
 
     @Test
-    void a_write_the_acls_refuse_is_taken_as_in_sync_and_stops_no_other_write() throws Exception {
+    void a_write_the_acls_or_the_catalogs_limits_refuse_is_taken_as_in_sync_and_stops_no_other_write() throws Exception {
         catalog.denied.add("secret");
         Await.result(agent.registerService(service("{\"Name\": \"secret\"}"), false));
         awaitQuiet(2);
@@ -286,6 +290,12 @@ class AntiEntropyTest {
         awaitQuiet(3);
         assertEquals(List.of("register node c1", "denied service secret", "register service web"), catalog.log);
         assertEquals(1, catalog.reads.get(), "no full sync tried again for a refusal: only the one at start read the catalog");
+        Await.result(agent.registerService(service("{\"Name\": \"big\", \"Meta\": {\"too-big\": \"x\"}}"), false));
+        awaitQuiet(4);
+        Await.result(agent.registerService(service("{\"Name\": \"api\"}"), false));
+        awaitQuiet(5);
+        assertEquals(List.of("refused service big", "register service api"), catalog.log.subList(3, 5), "a refusal for what it is too");
+        assertEquals(1, catalog.reads.get());
     }
 
     @Test
