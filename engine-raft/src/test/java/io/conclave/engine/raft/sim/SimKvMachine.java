@@ -10,7 +10,7 @@ import java.util.TreeMap;
  * The simulator's state machine: a map of strings with put, get and compare-and-set, its commands encoded
  * as {@code op \0 key \0 value \0 expected}. Deterministic, as every state machine must be.
  */
-final class KvStateMachine implements SimStateMachine {
+final class SimKvMachine implements SimStateMachine {
 
     private static final String SEPARATOR = "\u0000";
     static final String ABSENT = "\u0001absent";
