@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.engine.raft.acl.AclStore;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.kit.membership.FakeMembership;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
@@ -36,7 +37,8 @@ class KeyringAclTest {
     private HttpApi http;
     private java.net.http.HttpClient client;
     private int port;
-    private final MembershipHttpApiTest.FakeMembership membership = new MembershipHttpApiTest.FakeMembership();
+    private final MembershipHttpApiTest.FakeKeyring keyring = new MembershipHttpApiTest.FakeKeyring();
+    private final FakeMembership membership = MembershipHttpApiTest.twoMembers(keyring);
     private final AclStore store = new AclStore(false, Optional.empty(), Optional.empty(), "s1");
     private long index;
 
@@ -106,7 +108,7 @@ class KeyringAclTest {
                 assertEquals(403, call(method, keyBody(OTHER_KEY), token).status(), rules + " " + method);
             }
         }
-        assertEquals(List.of(), membership.keyring.calls, "the keyring was never asked");
+        assertEquals(List.of(), keyring.calls, "the keyring was never asked");
     }
 
     @Test
@@ -127,6 +129,6 @@ class KeyringAclTest {
         assertEquals(200, call(HttpMethod.GET, null, management).status(), "global-management includes keyring");
         assertEquals(200, call(HttpMethod.POST, keyBody(OTHER_KEY), management).status());
         assertEquals(List.of("list", "list", "install " + OTHER_KEY, "use " + OTHER_KEY, "remove " + OTHER_KEY, "list",
-                "install " + OTHER_KEY), membership.keyring.calls);
+                "install " + OTHER_KEY), keyring.calls);
     }
 }
