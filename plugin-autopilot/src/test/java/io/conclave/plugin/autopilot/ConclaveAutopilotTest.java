@@ -1,22 +1,23 @@
 package io.conclave.plugin.autopilot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.api.NodeIdentity;
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MemberTags;
 import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.operator.RaftEvent;
 import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.operator.ServerStats;
-import io.conclave.api.membership.Member;
-import io.conclave.api.membership.MemberStatus;
-import io.conclave.api.membership.MemberTags;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
 import io.conclave.kit.membership.FakeMembership;
+import io.conclave.testsupport.Poll;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -126,13 +127,7 @@ class ConclaveAutopilotTest {
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within 10 s: " + what);
-            }
-            Thread.sleep(10);
-        }
+        Poll.until(what, Duration.ofSeconds(10), condition);
     }
 
     private static ClusterConfiguration voters(String... ids) {

@@ -9,6 +9,7 @@ import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.engine.raft.testing.Await;
 import io.conclave.kit.membership.FakeMembership;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -40,7 +41,6 @@ class MembershipHttpApiTest {
 
     private Vertx vertx;
     private HttpApi http;
-    private java.net.http.HttpClient client;
     private int port;
     private final FakeKeyring keyring = new FakeKeyring();
     private final FakeMembership membership = twoMembers(keyring);
@@ -51,8 +51,6 @@ class MembershipHttpApiTest {
         http = new HttpApi();
         new MembershipHttpApi(vertx, membership, "east", PROVIDER_TIMEOUT).register(http);
         port = Await.result(http.listen(vertx, "127.0.0.1", 0));
-        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(5)).build();
     }
 
     @AfterEach
@@ -63,12 +61,8 @@ class MembershipHttpApiTest {
 
     /** A request through the JDK's HTTP/1.1 client (one Conclave did not write), on kept-alive connections. */
     private Response call(HttpMethod method, String path, String body) throws Exception {
-        java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
-                .timeout(Duration.ofSeconds(20))
-                .method(method.name(), body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(body))
-                .build();
-        java.net.http.HttpResponse<String> response = client.send(request, java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> response = AgentHttp.send(AgentHttp.request(method.name(), port, path,
+                AgentHttp.text(body), null, Duration.ofSeconds(20)));
         return new Response(response.statusCode(), response.body());
     }
 
