@@ -2,10 +2,8 @@ package io.conclave.cli.bench;
 
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.GossipCluster;
+import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -37,7 +35,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class FailoverGapBenchmark {
 
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private static final Duration DEADLINE = Duration.ofSeconds(90);
 
     /** One system's cluster as the benchmark drives it. */
@@ -205,9 +202,7 @@ class FailoverGapBenchmark {
     }
 
     static HttpResponse<String> http(String method, int port, String path, String body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
-        request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return Http.call(method, port, path, body, null); // no token: etcd is asked too
     }
 
     // ---------------------------------------------------------------- Conclave

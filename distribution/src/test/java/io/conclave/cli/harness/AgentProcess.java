@@ -1,9 +1,9 @@
 package io.conclave.cli.harness;
 
+import io.conclave.testsupport.AgentHttp;
+import io.conclave.testsupport.Poll;
 import java.io.IOException;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -13,6 +13,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * A Conclave command run as a child JVM from the built distribution, exactly as {@code bin/conclave} runs it:
@@ -21,7 +23,6 @@ import java.util.concurrent.TimeUnit;
 public final class AgentProcess implements AutoCloseable {
 
     public static final Duration START_DEADLINE = Duration.ofSeconds(60);
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     public final Process process;
     final Path output;
@@ -128,7 +129,6 @@ public final class AgentProcess implements AutoCloseable {
         return new CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
     }
 
-    /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
     /** The jar {@code examples/<folder>} built ({@code <artifact>-<version>.jar}), found from the distribution's place. */
     public static Path exampleJar(String folder, String artifact) throws IOException {
         Path root = distribution();
@@ -162,6 +162,7 @@ public final class AgentProcess implements AutoCloseable {
         return to;
     }
 
+    /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
     public static List<Path> temporaryFiles(Path work) throws IOException {
         try (java.util.stream.Stream<Path> files = Files.list(work.resolve("tmp"))) {
             return files.toList();
@@ -171,20 +172,22 @@ public final class AgentProcess implements AutoCloseable {
     private static final java.util.Random PORTS = new java.util.Random();
     private static final java.util.Set<Integer> HANDED_OUT = new java.util.HashSet<>();
 
-    /**
-     * A free loopback port below Linux's ephemeral range (32768 and up), so that the outgoing connections of
-     * agents started earlier cannot take it before the agent that is given it binds it.
-     */
+    /** How often a process test asks its condition: an HTTP call to a child JVM each time, on two cores. */
+    private static final Duration POLL_INTERVAL = Duration.ofMillis(20);
+
     /** Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}. */
-    public static void awaitCondition(String what, Duration deadline, java.util.function.BooleanSupplier condition)
-            throws InterruptedException {
-        long end = System.nanoTime() + deadline.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError(what + ": not within " + deadline);
-            }
-            Thread.sleep(20);
-        }
+    public static void awaitCondition(String what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
+        awaitCondition(() -> what, deadline, condition);
+    }
+
+    /** As {@link #awaitCondition(String, Duration, BooleanSupplier)}, the failure's words computed when it fails (logs, the state seen). */
+    public static void awaitCondition(Supplier<String> what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
+        Poll.until(what, deadline, POLL_INTERVAL, condition);
+    }
+
+    /** Polls {@code attempt} every 20 ms until it gives a value (not null): that value; fails naming {@code what} after {@code deadline}. */
+    public static <T> T awaitValue(Supplier<String> what, Duration deadline, Supplier<T> attempt) throws InterruptedException {
+        return Poll.value(what, deadline, POLL_INTERVAL, attempt);
     }
 
     /**
@@ -213,29 +216,34 @@ public final class AgentProcess implements AutoCloseable {
         return Files.readString(output, StandardCharsets.UTF_8);
     }
 
-    /** GETs a path, polling until it answers 200 or the deadline passes. */
+    /** GETs a path, polling until it answers 200 or the deadline passes; fails at once if the agent exits. */
     public String awaitGet(int port, String path) throws Exception {
-        long deadline = System.nanoTime() + START_DEADLINE.toNanos();
-        IOException last = null;
-        while (System.nanoTime() < deadline) {
+        IOException[] last = {null};
+        return awaitValue(() -> "no answer from " + path + " (" + last[0] + "):\n" + outputForFailure(), START_DEADLINE, () -> {
             if (!process.isAlive()) {
-                throw new AssertionError("agent exited with " + process.exitValue() + ":\n" + output());
+                throw new AssertionError("agent exited with " + process.exitValue() + ":\n" + outputForFailure());
             }
             try {
-                HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(5));
-                if (SecureMode.on()) {
-                    request.header("X-Consul-Token", SecureMode.TOKEN);
-                }
-                HttpResponse<String> response = HTTP.send(request.GET().build(), HttpResponse.BodyHandlers.ofString());
-                if (response.statusCode() == 200) {
-                    return response.body();
-                }
+                HttpResponse<String> response = AgentHttp.send(AgentHttp.request("GET", port, path, HttpRequest.BodyPublishers.noBody(),
+                        SecureMode.token(), Duration.ofSeconds(5)));
+                return response.statusCode() == 200 ? response.body() : null;
             } catch (IOException e) {
-                last = e;
+                last[0] = e;
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // ends the wait at its next pause
+                return null;
             }
-            Thread.sleep(50);
+        });
+    }
+
+    /** The output so far, or why it cannot be read: for a failure's message. */
+    public String outputForFailure() {
+        try {
+            return output();
+        } catch (IOException e) {
+            return "(the output cannot be read: " + e + ")";
         }
-        throw new AssertionError("no answer from " + path + " within " + START_DEADLINE + " (" + last + "):\n" + output());
     }
 
     public int awaitExit(Duration timeout) throws Exception {

@@ -156,16 +156,13 @@ public final class GossipCluster {
 
     /** The leader all of {@code nodes} agree on, among them. */
     public Node awaitLeader(List<Node> nodes) throws Exception {
-        Node[] found = {null};
-        await("a leader all of " + names(nodes) + " agree on", nodes, () -> {
+        return AgentProcess.awaitValue(() -> "a leader all of " + names(nodes) + " agree on" + logs(nodes), DEADLINE, () -> {
             String first = leaderOf(nodes.get(0));
             if (first == null || !nodes.stream().allMatch(node -> first.equals(leaderOf(node)))) {
-                return false;
+                return null;
             }
-            found[0] = nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst().orElse(null);
-            return found[0] != null;
+            return nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst().orElse(null);
         });
-        return found[0];
     }
 
     public static JsonArray servers(Node asked) {
@@ -225,23 +222,17 @@ public final class GossipCluster {
         return nodes.stream().map(node -> node.name).toList().toString();
     }
 
+    /** Polls {@code condition} until it holds; fails naming {@code what}, with the end of the logs of {@code shown}. */
     public void await(String what, List<Node> shown, BooleanSupplier condition) throws Exception {
-        try {
-            AgentProcess.awaitCondition(what, DEADLINE, condition);
-        } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + logs(shown), e);
-        }
+        AgentProcess.awaitCondition(() -> what + logs(shown), DEADLINE, condition);
     }
 
+    /** The end of the output of each of {@code nodes}: for a failure's message. */
     public String logs(List<Node> nodes) {
         StringBuilder text = new StringBuilder();
         for (Node node : nodes) {
-            try {
-                String output = node.process == null ? "" : node.process.output();
-                text.append("\n--- ").append(node.name).append('\n').append(output.substring(Math.max(0, output.length() - 5000)));
-            } catch (Exception e) {
-                text.append("\n--- ").append(node.name).append(": ").append(e);
-            }
+            String output = node.process == null ? "" : node.process.outputForFailure();
+            text.append("\n--- ").append(node.name).append('\n').append(output.substring(Math.max(0, output.length() - 5000)));
         }
         return text.toString();
     }

@@ -12,6 +12,7 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -85,15 +86,23 @@ class LossyLinkIT {
      * and a JVM started on a busy machine may take seconds to get there.
      */
     private static void awaitListening(Path log, Process echo) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!(Files.exists(log) && Files.readString(log).contains(LISTENING))) {
+        AgentProcess.awaitCondition(() -> "the echo process listens: " + read(log), Duration.ofSeconds(60), () -> {
+            if (read(log).contains(LISTENING)) {
+                return true;
+            }
             if (!echo.isAlive()) {
-                throw new AssertionError("the echo process ended with " + echo.exitValue() + ": " + Files.readString(log));
+                throw new AssertionError("the echo process ended with " + echo.exitValue() + ": " + read(log));
             }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("the echo process did not listen within 60 s: " + Files.readString(log));
-            }
-            echo.waitFor(20, TimeUnit.MILLISECONDS);
+            return false;
+        });
+    }
+
+    /** The echo process's log so far ("" before it exists), or why it cannot be read. */
+    private static String read(Path log) {
+        try {
+            return Files.exists(log) ? Files.readString(log) : "";
+        } catch (IOException e) {
+            return "(" + log + " cannot be read: " + e + ")";
         }
     }
 

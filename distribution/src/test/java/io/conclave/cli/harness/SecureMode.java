@@ -2,6 +2,7 @@ package io.conclave.cli.harness;
 
 import io.conclave.engine.raft.tls.Certificates;
 import io.conclave.engine.raft.tls.Pem;
+import io.conclave.testsupport.AgentHttp;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,9 +30,9 @@ public final class SecureMode {
     private SecureMode() {
     }
 
-    /** {@code request} with the management token in secure mode; as it is otherwise. */
-    public static java.net.http.HttpRequest.Builder withToken(java.net.http.HttpRequest.Builder request) {
-        return on() ? request.header("X-Consul-Token", TOKEN) : request;
+    /** The management token in secure mode, null otherwise: what the tests' HTTP calls carry. */
+    public static String token() {
+        return on() ? TOKEN : null;
     }
 
     /** In secure mode, fails unless the agent at {@code httpPort} refuses a request without a token: the switch cannot be silently off. */
@@ -39,9 +40,7 @@ public final class SecureMode {
         if (!on()) {
             return;
         }
-        java.net.http.HttpResponse<String> tokenless = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-                java.net.URI.create("http://127.0.0.1:" + httpPort + "/v1/kv/x")).timeout(Duration.ofSeconds(10)).GET().build(),
-                java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> tokenless = AgentHttp.call("GET", httpPort, "/v1/kv/x", null);
         if (tokenless.statusCode() != 403) {
             throw new AssertionError("secure mode, yet a request without a token got " + tokenless.statusCode());
         }

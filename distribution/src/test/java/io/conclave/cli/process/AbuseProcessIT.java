@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.testsupport.AgentHttp;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -36,8 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class AbuseProcessIT {
 
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    private static final HttpClient HTTP = AgentHttp.newClient();
     private static final long HUNDRED_MB = 100L * 1000 * 1000;
 
     @TempDir
@@ -176,9 +176,7 @@ class AbuseProcessIT {
     }
 
     private static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(30));
-        request.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.send(AgentHttp.request(method, port, path, AgentHttp.text(body), null, Duration.ofSeconds(30)));
     }
 
     record Chunked(int status, long sent) {

@@ -1,5 +1,6 @@
 package io.conclave.cli.process;
 
+import static io.conclave.cli.harness.Http.call;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,17 +9,11 @@ import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.GossipCluster;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,18 +30,7 @@ class AclProcessIT {
     private static final Duration DEADLINE = Duration.ofSeconds(60);
     /** A deleted token must stop working on every server within this (two election timeouts: a follower is behind at most that long before it is replaced). */
     static final Duration REVOCATION_BOUND = Duration.ofSeconds(4);
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
-            .version(HttpClient.Version.HTTP_1_1).build();
     private final GossipCluster harness = new GossipCluster();
-
-    static HttpResponse<String> call(String method, int port, String path, String body, String token) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        if (token != null) {
-            request.header("X-Consul-Token", token);
-        }
-        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
-    }
 
     private static boolean answers(int port, String path, String token, int status) {
         try {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.SecureMode;
 import io.vertx.core.json.JsonObject;
+import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,24 +40,25 @@ class ClusterProcessIT {
     }
 
     static Node awaitAgreedLeader(List<Node> nodes) throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (System.nanoTime() < deadline) {
+        Node leader = AgentProcess.awaitValue(() -> "the servers agree on a leader" + logs(nodes), DEADLINE, () -> {
             String first = leaderSeenBy(nodes.get(0));
             boolean agreed = first != null && nodes.stream().allMatch(node -> first.equals(leaderSeenBy(node)));
-            var leader = nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst();
-            if (agreed && leader.isPresent()) { // right after a kill they may still name the dead leader
-                SecureMode.checkRefusesTokenless(leader.get().httpPort());
-                return leader.get();
-            }
-            Thread.sleep(20);
-        }
+            // right after a kill they may still name the dead leader: only one of nodes will do
+            return agreed ? nodes.stream().filter(node -> node.raftAddress().equals(first)).findFirst().orElse(null) : null;
+        });
+        SecureMode.checkRefusesTokenless(leader.httpPort());
+        return leader;
+    }
+
+    /** The end of each server's output, with the leader it sees: for a failure's message. */
+    private static String logs(List<Node> nodes) {
         StringBuilder logs = new StringBuilder();
         for (Node node : nodes) {
-            String output = node.process().output();
+            String output = node.process().outputForFailure();
             logs.append("\n--- ").append(node.raftAddress()).append(" leader=").append(leaderSeenBy(node)).append('\n')
                     .append(output.substring(Math.max(0, output.length() - 3000)));
         }
-        throw new AssertionError("the servers did not agree on a leader within " + DEADLINE + logs);
+        return logs.toString();
     }
 
     private static void startCluster(Path work, List<Node> nodes) throws Exception {
@@ -299,14 +301,14 @@ class ClusterProcessIT {
             Node leader = awaitAgreedLeader(nodes);
             assertEquals("true", call("PUT", leader.httpPort(), "/v1/kv/greeting", "hello").body());
             for (Node node : nodes) {
-                long deadline = System.nanoTime() + DEADLINE.toNanos();
-                String value = null;
-                while (!"hello".equals(value) && System.nanoTime() < deadline) {
-                    HttpResponse<String> read = call("GET", node.httpPort(), "/v1/kv/greeting?raw&stale", null);
-                    value = read.statusCode() == 200 ? read.body() : null;
-                    Thread.sleep(value == null ? 20 : 0);
-                }
-                assertEquals("hello", value, "replicated to " + node.raftAddress());
+                AgentProcess.awaitCondition("replicated to " + node.raftAddress(), DEADLINE, () -> {
+                    try {
+                        HttpResponse<String> read = call("GET", node.httpPort(), "/v1/kv/greeting?raw&stale", null);
+                        return read.statusCode() == 200 && read.body().equals("hello");
+                    } catch (IOException | InterruptedException notYet) {
+                        return false;
+                    }
+                });
             }
 
             List<Node> followers = new ArrayList<>(nodes);
@@ -322,13 +324,13 @@ class ClusterProcessIT {
             assertEquals(200, transfer.statusCode(), transfer.body());
             // the answer comes once the transfer has started: until it completes, all may still agree on the old leader
             Node target = followers.get(0);
-            long transferDeadline = System.nanoTime() + DEADLINE.toNanos();
-            leader = awaitAgreedLeader(nodes);
-            while (leader != target && System.nanoTime() < transferDeadline) {
-                Thread.sleep(20);
-                leader = awaitAgreedLeader(nodes);
-            }
-            assertEquals(target, leader, "leadership went where the operator asked, through a follower");
+            leader = AgentProcess.awaitValue(() -> "leadership went where the operator asked, through a follower", DEADLINE, () -> {
+                try {
+                    return awaitAgreedLeader(nodes) == target ? target : null;
+                } catch (Exception e) {
+                    throw new AssertionError("asking who leads", e);
+                }
+            });
             followers = new ArrayList<>(nodes);
             followers.remove(leader);
 

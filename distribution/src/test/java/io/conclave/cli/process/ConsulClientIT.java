@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.cli.harness.AgentProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,16 +33,13 @@ class ConsulClientIT {
             agent.awaitGet(port, "/v1/agent/self");
             Consul consul = Consul.builder().withUrl("http://127.0.0.1:" + port).build();
             KeyValueClient kv = consul.keyValueClient();
-            long deadline = System.nanoTime() + 30_000_000_000L;
-            boolean written = false;
-            while (!written && System.nanoTime() < deadline) {
+            AgentProcess.awaitCondition("a write succeeded once the server elected itself", Duration.ofSeconds(30), () -> {
                 try {
-                    written = kv.putValue("app/name", "conclave");
+                    return kv.putValue("app/name", "conclave");
                 } catch (RuntimeException electionUnderWay) {
-                    Thread.sleep(50);
+                    return false;
                 }
-            }
-            assertTrue(written, "a write succeeded once the server elected itself");
+            });
             assertEquals("conclave", kv.getValueAsString("app/name").orElseThrow());
             kv.putValue("app/version", "1");
             List<String> keys = kv.getKeys("app/");

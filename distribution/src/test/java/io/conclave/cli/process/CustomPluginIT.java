@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
@@ -63,12 +64,9 @@ class CustomPluginIT {
                 assertTrue(plugins.output().lines().anyMatch(line -> line.contains("file") && line.contains("membership")
                         && line.contains("yes")), "the plugin listed as the active membership:\n" + plugins.output());
             }
-            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
             AgentProcess.awaitCondition("a write through s1", Duration.ofSeconds(30), () -> {
                 try {
-                    return client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + http[1] + "/v1/kv/via-file"))
-                            .PUT(java.net.http.HttpRequest.BodyPublishers.ofString("works")).build(),
-                            java.net.http.HttpResponse.BodyHandlers.ofString()).body().trim().equals("true");
+                    return Http.call("PUT", http[1], "/v1/kv/via-file", "works", null).body().trim().equals("true");
                 } catch (Exception e) {
                     return false;
                 }

@@ -4,11 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Http;
+import io.conclave.testsupport.AgentHttp;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,7 +33,6 @@ class DurabilityProcessIT {
     private static final int KEYS = 300;
     private static final int SEGMENT_HEADER_BYTES = 20;
     private static final int RECORD_HEADER_BYTES = 29;
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @TempDir
     static Path template;
@@ -64,18 +62,17 @@ class DurabilityProcessIT {
     }
 
     private static void put(AgentProcess agent, int port, String key, String value) throws Exception {
-        long deadline = System.nanoTime() + AgentProcess.START_DEADLINE.toNanos();
-        while (true) { // the single server elects itself first: a write before that waits, then fails, and is tried again
-            HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/" + key))
-                    .timeout(Duration.ofSeconds(10)).PUT(HttpRequest.BodyPublishers.ofString(value)).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            if (response.statusCode() == 200 && response.body().equals("true")) {
-                return;
+        String[] last = {"no answer"};
+        // the single server elects itself first: a write before that waits, then fails, and is tried again
+        AgentProcess.awaitCondition(() -> "PUT " + key + ": " + last[0] + "\n" + agent.outputForFailure(), AgentProcess.START_DEADLINE, () -> {
+            try {
+                HttpResponse<String> response = Http.call("PUT", port, "/v1/kv/" + key, value, null);
+                last[0] = response.statusCode() + " " + response.body();
+                return response.statusCode() == 200 && response.body().equals("true");
+            } catch (IOException | InterruptedException e) {
+                throw new AssertionError("PUT " + key, e);
             }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("PUT " + key + ": " + response.statusCode() + " " + response.body() + "\n" + agent.output());
-            }
-        }
+        });
     }
 
     private Path data() throws IOException {
@@ -211,9 +208,7 @@ class DurabilityProcessIT {
             // The kernel refuses every further write to the open segment (EPERM), as a failing disk would.
             org.junit.jupiter.api.Assumptions.assumeTrue(chattr("+i", segment) == 0, "chattr +i is not supported on this file system");
             try {
-                HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/during"))
-                        .timeout(Duration.ofSeconds(30)).PUT(HttpRequest.BodyPublishers.ofString("lost")).build(),
-                        HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> response = AgentHttp.call("PUT", port, "/v1/kv/during", "lost");
                 assertTrue(response.statusCode() != 200 && !response.body().equals("true"),
                         "a write that could not be made durable is not acknowledged: " + response.statusCode() + " " + response.body());
                 int exit = agent.awaitExit(Duration.ofSeconds(60));

@@ -81,7 +81,7 @@ class GossipFuzzProcessIT {
                         }
                     }
                     try {
-                        TimeUnit.MILLISECONDS.sleep(100);
+                        TimeUnit.MILLISECONDS.sleep(100); // the supervisor's round, for as long as the test runs: a pace, not a wait
                     } catch (InterruptedException e) {
                         return;
                     }

@@ -4,13 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Http;
 import io.conclave.cli.harness.SecureMode;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +17,6 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,7 +31,6 @@ class LeaderElectionIT {
     static final Duration TTL = Duration.ofSeconds(10);
     static final Duration LOCK_DELAY = Duration.ofSeconds(2);
     static final Duration RENEW = Duration.ofSeconds(5);
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     record Contender(String name, Process process, Path log) {
         List<String> lines() throws IOException {
@@ -54,14 +50,12 @@ class LeaderElectionIT {
     }
 
     private static JsonObject lock(int port) throws Exception {
-        HttpResponse<String> read = HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/leader"))).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> read = Http.call("GET", port, "/v1/kv/service/leader", null);
         return read.statusCode() == 200 ? new JsonArray(read.body()).getJsonObject(0) : null;
     }
 
     private static boolean sessionExists(int port, String id) throws Exception {
-        return !new JsonArray(HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/session/info/" + id))).build(),
-                HttpResponse.BodyHandlers.ofString()).body()).isEmpty();
+        return !new JsonArray(Http.call("GET", port, "/v1/session/info/" + id, null).body()).isEmpty();
     }
 
     private static void signal(Process process, String signal) throws Exception {
@@ -71,18 +65,18 @@ class LeaderElectionIT {
     /** Waits until the lock is held by a session other than {@code previous}; returns it, checking meanwhile that
      *  every moment {@code previous} was seen valid comes before the new holder's. */
     private static String awaitSuccessor(int port, String previous, long[] lastSeenValid) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < deadline) {
-            if (sessionExists(port, previous)) {
-                lastSeenValid[0] = System.currentTimeMillis();
+        return AgentProcess.awaitValue(() -> "no successor", Duration.ofSeconds(60), () -> {
+            try {
+                if (sessionExists(port, previous)) {
+                    lastSeenValid[0] = System.currentTimeMillis();
+                }
+                JsonObject held = lock(port);
+                return held != null && held.getString("Session") != null && !held.getString("Session").equals(previous)
+                        ? held.getString("Session") : null;
+            } catch (Exception e) {
+                throw new AssertionError("asking for the lock's holder", e);
             }
-            JsonObject held = lock(port);
-            if (held != null && held.getString("Session") != null && !held.getString("Session").equals(previous)) {
-                return held.getString("Session");
-            }
-            Thread.sleep(100);
-        }
-        throw new AssertionError("no successor within 60 s");
+        });
     }
 
     @Test
@@ -162,8 +156,7 @@ class LeaderElectionIT {
             String[] data = {""};
             AgentProcess.awaitCondition("the successor writes", Duration.ofSeconds(30), () -> {
                 try {
-                    data[0] = HTTP.send(SecureMode.withToken(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/service/data?raw"))).build(),
-                            HttpResponse.BodyHandlers.ofString()).body();
+                    data[0] = Http.call("GET", port, "/v1/kv/service/data?raw", null).body();
                     return data[0].startsWith(successorsMark);
                 } catch (Exception e) {
                     return false;

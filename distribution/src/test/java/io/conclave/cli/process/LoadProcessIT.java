@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -17,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
@@ -33,11 +32,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LoadProcessIT {
 
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
-    /** For the flood: a client of its own, so that its thousands of connections do not crowd the measuring one. */
-    static final HttpClient HTTP_ASYNC = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    /**
+     * A client of its own, not {@code AgentHttp}'s shared one: the load keeps hundreds of writes in flight on it, each
+     * on a connection of its own, and reads answers of many megabytes as streams.
+     */
+    private static final HttpClient HTTP = AgentHttp.newClient();
     private static final Duration DEADLINE = Duration.ofMinutes(Long.getLong("it.load.deadlineMinutes", 2));
 
     @TempDir
@@ -48,8 +47,7 @@ class LoadProcessIT {
     }
 
     static HttpRequest request(String method, int port, String path, byte[] body) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(60))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body)).build();
+        return AgentHttp.request(method, port, path, AgentHttp.bytes(body), null, Duration.ofSeconds(60));
     }
 
     /**

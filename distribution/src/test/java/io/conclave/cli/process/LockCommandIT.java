@@ -4,12 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,8 +20,6 @@ import org.junit.jupiter.api.io.TempDir;
  * with {@code -n}), the child's exit code passed on, and a child stopped as soon as its lock is lost.
  */
 class LockCommandIT {
-
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     /** Each child appends "start NAME" and "end NAME" lines to {@code log}, holding it about 400 ms. */
     private static String child(Path log, String name) {
@@ -53,8 +48,7 @@ class LockCommandIT {
             agent.awaitGet(port, "/v1/agent/self");
             AgentProcess.awaitCondition("the agent leads", Duration.ofSeconds(30), () -> {
                 try {
-                    return !HTTP.send(HttpRequest.newBuilder(URI.create("http://" + address + "/v1/status/leader")).build(),
-                            HttpResponse.BodyHandlers.ofString()).body().equals("\"\"");
+                    return !AgentHttp.call("GET", port, "/v1/status/leader", null).body().equals("\"\"");
                 } catch (Exception e) {
                     return false;
                 }
@@ -92,13 +86,11 @@ class LockCommandIT {
             try (AgentProcess holder = AgentProcess.start(work, "lock", "-http-addr", address, "-name", "doomed", "app/lost",
                     "touch " + marker + "; sleep 60")) {
                 AgentProcess.awaitCondition("the child runs", Duration.ofSeconds(30), () -> Files.exists(marker));
-                JsonArray sessions = new JsonArray(HTTP.send(HttpRequest.newBuilder(URI.create("http://" + address + "/v1/session/list")).build(),
-                        HttpResponse.BodyHandlers.ofString()).body());
+                JsonArray sessions = new JsonArray(AgentHttp.call("GET", port, "/v1/session/list", null).body());
                 String doomed = sessions.stream().map(JsonObject.class::cast).filter(s -> s.getString("Name").equals("doomed"))
                         .map(s -> s.getString("ID")).findFirst().orElseThrow();
                 long destroyed = System.nanoTime();
-                HTTP.send(HttpRequest.newBuilder(URI.create("http://" + address + "/v1/session/destroy/" + doomed))
-                        .PUT(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                AgentHttp.call("PUT", port, "/v1/session/destroy/" + doomed, null);
                 assertEquals(1, holder.awaitExit(Duration.ofSeconds(30)), holder.output());
                 assertTrue(holder.output().contains("Lock lost"), holder.output());
                 System.out.printf("conclave lock: the child was stopped %d ms after its session was destroyed (its sleep was 60 s)%n",

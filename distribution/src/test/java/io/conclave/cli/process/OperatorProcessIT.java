@@ -8,6 +8,7 @@ import io.conclave.cli.harness.AgentProcess;
 import io.conclave.engine.raft.tls.Certificates;
 import io.conclave.engine.raft.tls.ClientTls;
 import io.conclave.engine.raft.tls.Pem;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
@@ -59,6 +60,7 @@ class OperatorProcessIT {
     private int server;
     private int serfLan;
     private AgentProcess agent;
+    /** A client of its own, not test-support's {@code AgentHttp}: it speaks HTTPS, trusting this test's CA. */
     private HttpClient client;
     /** The management token {@code conclave acl bootstrap} made. */
     private String management;
@@ -197,9 +199,7 @@ class OperatorProcessIT {
                 "ports.http -1: the HTTPS, server and gossip ports only");
         assertTrue(agent.output().contains("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only"), agent.output());
         try {
-            HttpResponse<String> plain = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + https + "/v1/status/leader")).timeout(Duration.ofSeconds(10)).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> plain = AgentHttp.call("GET", https, "/v1/status/leader", null);
             assertNotEquals(200, plain.statusCode(), "plain HTTP on the HTTPS port: " + plain.body());
         } catch (IOException refused) {
             // the TLS server closes a connection that does not begin with a handshake

@@ -2,6 +2,7 @@ package io.conclave.cli.reliability;
 
 import io.conclave.cli.harness.SecureMode;
 import io.conclave.cli.harness.TestHosts;
+import io.conclave.testsupport.Poll;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -290,7 +291,7 @@ public final class ReliabilityClient {
                 last = leader;
             }
             try {
-                Thread.sleep(100);
+                Thread.sleep(100); // the sampling period of the leader seen, for as long as the run lasts: no condition ends it
             } catch (InterruptedException e) {
                 return;
             }
@@ -299,24 +300,20 @@ public final class ReliabilityClient {
 
     /** Until every server answers and one knows a leader (at most 120 s): the workload starts on a formed cluster. */
     private void awaitServers() throws InterruptedException {
-        long end = System.nanoTime() + 120_000_000_000L;
-        while (System.nanoTime() < end) {
-            int answering = 0;
-            for (String server : servers) {
-                try {
-                    HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(server + "/v1/status/leader"))
-                            .timeout(Duration.ofMillis(500)).build(), HttpResponse.BodyHandlers.ofString());
-                    if (response.statusCode() == 200 && !response.body().replace("\"", "").isBlank()) {
-                        answering++;
-                    }
-                } catch (IOException e) {
-                    // not up yet
-                }
-            }
-            if (answering == servers.size()) {
-                return;
-            }
-            Thread.sleep(200);
+        Poll.within(Duration.ofSeconds(120), Duration.ofMillis(200), () -> servers.stream().allMatch(this::knowsLeader));
+    }
+
+    /** Whether {@code server} answers and names a leader. */
+    private boolean knowsLeader(String server) {
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(server + "/v1/status/leader"))
+                    .timeout(Duration.ofMillis(500)).build(), HttpResponse.BodyHandlers.ofString());
+            return response.statusCode() == 200 && !response.body().replace("\"", "").isBlank();
+        } catch (IOException e) {
+            return false; // not up yet
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // ends the wait at its next pause
+            return false;
         }
     }
 
@@ -380,14 +377,10 @@ public final class ReliabilityClient {
 
     /** Asks server {@code server} to leave, once it is up and knows a leader (it may be restarting still), within 60 s. */
     private String leave(int server) throws InterruptedException {
-        long end = System.nanoTime() + 60_000_000_000L;
-        while (System.nanoTime() < end) {
+        Poll.within(Duration.ofSeconds(60), Duration.ofMillis(200), () -> {
             Answer status = call(HttpRequest.newBuilder(URI.create(servers.get(server - 1) + "/v1/status/leader")).GET());
-            if (status.outcome.equals("ok") && status.status == 200 && !status.body.replace("\"", "").isBlank()) {
-                break;
-            }
-            Thread.sleep(200);
-        }
+            return status.outcome.equals("ok") && status.status == 200 && !status.body.replace("\"", "").isBlank();
+        });
         Answer answer = call(HttpRequest.newBuilder(URI.create(servers.get(server - 1) + "/v1/agent/leave"))
                 .PUT(HttpRequest.BodyPublishers.noBody()), Duration.ofSeconds(90)); // a leader's leave hands over first
         return answer.status + " " + answer.outcome;
@@ -410,7 +403,11 @@ public final class ReliabilityClient {
         }
     }
 
-    private ServerEnd serverEnd(String server) throws Exception {
+    /** The servers' ends as last seen, the final configuration, and what is wrong with them ({@code null}: sound). */
+    private record EndSeen(List<ServerEnd> servers, Map<String, String> members, String problem) {
+    }
+
+    private ServerEnd serverEnd(String server) {
         Answer self = call(HttpRequest.newBuilder(URI.create(server + "/v1/agent/self")).GET());
         Answer read = call(HttpRequest.newBuilder(URI.create(server + "/v1/kv/jepsen/?recurse&stale")).GET());
         boolean selfOk = self.outcome.equals("ok") && self.status == 200;
@@ -459,22 +456,16 @@ public final class ReliabilityClient {
      * meta headers and the store's digest) and a {@code state} line per server; then reads every key used (consistent).
      */
     private String finish(long deadlineSeconds) throws Exception {
-        long end = System.nanoTime() + deadlineSeconds * 1_000_000_000L;
-        List<ServerEnd> ends = new ArrayList<>();
-        Map<String, String> members;
-        String problem;
-        while (true) {
-            ends.clear();
-            for (String server : servers) {
-                ends.add(serverEnd(server));
-            }
-            members = finalConfiguration(ends);
-            problem = unsound(ends, members);
-            if (problem == null || System.nanoTime() > end) {
-                break;
-            }
-            Thread.sleep(200);
-        }
+        EndSeen[] seen = {null};
+        Poll.within(Duration.ofSeconds(deadlineSeconds), Duration.ofMillis(200), () -> {
+            List<ServerEnd> servers = this.servers.stream().map(this::serverEnd).toList();
+            Map<String, String> members = finalConfiguration(servers);
+            seen[0] = new EndSeen(servers, members, unsound(servers, members));
+            return seen[0].problem() == null;
+        });
+        List<ServerEnd> ends = seen[0].servers();
+        Map<String, String> members = seen[0].members();
+        String problem = seen[0].problem();
         for (int i = 0; i < servers.size(); i++) {
             ServerEnd server = ends.get(i);
             String membership = members == null || server.id() == null ? "unknown" : members.getOrDefault(server.id(), "none");
@@ -494,7 +485,7 @@ public final class ReliabilityClient {
                     op(0, "GET", key, null, null, invoked, returned, answer.status == 404 ? "null" : answer.body, "ok", 0, "final");
                     read = true;
                 } else {
-                    Thread.sleep(250);
+                    Thread.sleep(250); // a retry's pause, each attempt on the next server: a bounded number, not a wait
                 }
             }
             if (!read) {
@@ -529,7 +520,11 @@ public final class ReliabilityClient {
         return null;
     }
 
-    private static String digest(String body) throws Exception {
-        return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body.getBytes(StandardCharsets.UTF_8)));
+    private static String digest(String body) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body.getBytes(StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform has SHA-256", e);
+        }
     }
 }

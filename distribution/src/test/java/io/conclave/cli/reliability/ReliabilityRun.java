@@ -5,11 +5,16 @@ import io.conclave.cli.harness.SecureMode;
 import io.conclave.cli.harness.TestHosts;
 import io.conclave.testsupport.ClientOp;
 import io.conclave.testsupport.LinearizabilityChecker;
+import io.conclave.testsupport.Poll;
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -310,6 +315,15 @@ final class ReliabilityRun {
     /** The servers {@link #startServer} started during the fault being applied. */
     private final Set<Integer> restartedInFault = new TreeSet<>();
 
+    /** Where {@code type} was loaded from (a jar or a folder of classes): for a child JVM's class path. */
+    private static Path codeSource(Class<?> type) {
+        try {
+            return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(type + " was loaded from an odd place", e);
+        }
+    }
+
     private void startClient() throws IOException {
         List<String> urls = new ArrayList<>();
         for (int i = 1; i <= serverCount; i++) {
@@ -318,7 +332,7 @@ final class ReliabilityRun {
         Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx256m",
                 "-Dit.secure=" + SecureMode.on(), // the clients carry the token in secure mode
-                "-cp", classes.toString(), ReliabilityClient.class.getName(), String.join(",", urls), "10",
+                "-cp", classes + File.pathSeparator + codeSource(Poll.class), ReliabilityClient.class.getName(), String.join(",", urls), "10",
                 work.resolve("history.tsv").toString()));
         if (hosts != null) {
             command = TestHosts.inside(hosts.hub(), command);
@@ -343,7 +357,7 @@ final class ReliabilityRun {
         commands.println(command);
     }
 
-    private String awaitReply(String prefix, Duration deadline) throws Exception {
+    private String awaitReply(String prefix, Duration deadline) throws IOException, InterruptedException {
         long end = System.nanoTime() + deadline.toNanos();
         while (System.nanoTime() < end) {
             String line = replies.poll(Math.max(1, (end - System.nanoTime()) / 1_000_000), TimeUnit.MILLISECONDS);
@@ -691,19 +705,24 @@ final class ReliabilityRun {
      * The server of {@code candidates} that names itself leader, asked through the clients' host every 50 ms until the
      * deadline; 0 if none did.
      */
-    private int electedAmong(List<Integer> candidates, Duration deadline) throws Exception {
-        long end = System.nanoTime() + deadline.toNanos();
-        while (System.nanoTime() < end) {
-            for (int candidate : candidates) {
-                send("leader-of " + candidate);
-                String answer = awaitReply("leader-of " + candidate + " ", Duration.ofSeconds(5));
-                if (answer.endsWith(" " + address(candidate) + ":" + port(candidate, 18300))) {
-                    return candidate;
-                }
-            }
-            sleep(50);
+    private int electedAmong(List<Integer> candidates, Duration deadline) throws InterruptedException {
+        Integer elected = Poll.valueWithin(deadline, Duration.ofMillis(50),
+                () -> candidates.stream().filter(this::namesItselfLeader).findFirst().orElse(null));
+        return elected == null ? 0 : elected;
+    }
+
+    /** Whether server {@code candidate}, asked through the clients' host, names itself leader. */
+    private boolean namesItselfLeader(int candidate) {
+        send("leader-of " + candidate);
+        try {
+            return awaitReply("leader-of " + candidate + " ", Duration.ofSeconds(5))
+                    .endsWith(" " + address(candidate) + ":" + port(candidate, 18300));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // ends the wait at its next pause
+            return false;
         }
-        return 0;
     }
 
     /**
@@ -727,36 +746,50 @@ final class ReliabilityRun {
      * the deadline; reads only what the history gains from now on (an hour's history is large).
      */
     private boolean acknowledgedWriteAfter(long since, Duration deadline) throws IOException, InterruptedException {
-        long end = System.nanoTime() + deadline.toNanos();
-        try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(work.resolve("history.tsv"))) {
-            long offset = file.size();
-            StringBuilder pending = new StringBuilder();
-            java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(1 << 16);
-            while (System.nanoTime() < end) {
-                buffer.clear();
-                int n = file.read(buffer, offset);
-                if (n <= 0) {
-                    Thread.sleep(100); // the history grows as the clients answer
-                    continue;
+        try (FileChannel file = FileChannel.open(work.resolve("history.tsv"))) {
+            HistoryTail tail = new HistoryTail(file);
+            // the history grows as the clients answer
+            return Poll.within(deadline, Duration.ofMillis(100), () -> tail.newLines().stream().anyMatch(line -> {
+                String[] f = line.split("\t", -1);
+                try {
+                    return f.length > 9 && f[0].equals("op") && f[9].equals("ok") && !f[2].equals("GET") && !f[2].equals("STALE")
+                            && Long.parseLong(f[7]) > since;
+                } catch (NumberFormatException e) {
+                    return false; // the tail of a line being written when this began
                 }
-                offset += n;
-                pending.append(new String(buffer.array(), 0, n, StandardCharsets.ISO_8859_1)); // the fields tested are ASCII
-                int newline;
-                while ((newline = pending.indexOf("\n")) >= 0) {
-                    String[] f = pending.substring(0, newline).split("\t", -1);
-                    pending.delete(0, newline + 1);
-                    try {
-                        if (f.length > 9 && f[0].equals("op") && f[9].equals("ok") && !f[2].equals("GET") && !f[2].equals("STALE")
-                                && Long.parseLong(f[7]) > since) {
-                            return true;
-                        }
-                    } catch (NumberFormatException e) {
-                        // the tail of a line being written when this began
-                    }
-                }
-            }
+            }));
         }
-        return false;
+    }
+
+    /** The lines the history gains from the moment this is made: an hour's history is large, and only the news is read. */
+    private static final class HistoryTail {
+        private final FileChannel file;
+        private final StringBuilder pending = new StringBuilder();
+        private final ByteBuffer buffer = ByteBuffer.allocate(1 << 16);
+        private long offset;
+
+        HistoryTail(FileChannel file) throws IOException {
+            this.file = file;
+            this.offset = file.size();
+        }
+
+        /** The whole lines written since the last call. */
+        List<String> newLines() {
+            try {
+                for (int read = file.read(buffer.clear(), offset); read > 0; read = file.read(buffer.clear(), offset)) {
+                    offset += read;
+                    pending.append(new String(buffer.array(), 0, read, StandardCharsets.ISO_8859_1)); // the fields tested are ASCII
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            List<String> lines = new ArrayList<>();
+            for (int newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n")) {
+                lines.add(pending.substring(0, newline));
+                pending.delete(0, newline + 1);
+            }
+            return lines;
+        }
     }
 
     /** The server the clients last saw as the leader (from the history's last {@code leader} line), or 0. */
