@@ -165,6 +165,24 @@ public final class GossipCluster {
         });
     }
 
+    /**
+     * The {@code Status} the agent at {@code httpPort} shows for the member {@code name} (1 alive, 3 left, 4 failed), or
+     * -1 when it does not list it (or does not answer).
+     */
+    public static int memberStatus(int httpPort, String name) {
+        try {
+            for (Object entry : new JsonArray(call("GET", httpPort, "/v1/agent/members", null).body())) {
+                JsonObject member = (JsonObject) entry;
+                if (member.getString("Name").equals(name)) {
+                    return member.getInteger("Status");
+                }
+            }
+        } catch (Exception e) {
+            return -1;
+        }
+        return -1;
+    }
+
     public static JsonArray servers(Node asked) {
         try {
             return new JsonObject(call("GET", asked.http, "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers");

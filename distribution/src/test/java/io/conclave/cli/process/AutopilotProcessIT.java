@@ -4,6 +4,7 @@ import static io.conclave.cli.harness.GossipCluster.DEADLINE;
 import static io.conclave.cli.harness.GossipCluster.electionCounts;
 import static io.conclave.cli.harness.GossipCluster.entryOf;
 import static io.conclave.cli.harness.GossipCluster.leaderLog;
+import static io.conclave.cli.harness.GossipCluster.memberStatus;
 import static io.conclave.cli.harness.GossipCluster.nodeId;
 import static io.conclave.cli.harness.GossipCluster.ports;
 import static io.conclave.cli.harness.GossipCluster.self;
@@ -215,20 +216,6 @@ class AutopilotProcessIT {
         }
     }
 
-    private static int memberStatus(Node observer, String name) {
-        try {
-            for (Object entry : new JsonArray(call("GET", observer.http, "/v1/agent/members", null).body())) {
-                JsonObject member = (JsonObject) entry;
-                if (member.getString("Name").equals(name)) {
-                    return member.getInteger("Status");
-                }
-            }
-        } catch (Exception e) {
-            return -1;
-        }
-        return -1;
-    }
-
     private static JsonObject autopilotConfiguration(Node node) throws Exception {
         return new JsonObject(call("GET", node.http, "/v1/operator/autopilot/configuration", null).body());
     }
@@ -266,7 +253,7 @@ class AutopilotProcessIT {
             dead1.process.close();
             dead2.process.close();
             cluster.await("the leader sees both dead servers failed", List.of(leader),
-                    () -> memberStatus(leader, dead1.name) == 4 && memberStatus(leader, dead2.name) == 4);
+                    () -> memberStatus(leader.http, dead1.name) == 4 && memberStatus(leader.http, dead2.name) == 4);
             cluster.awaitLog(leader, "below min_quorum 5");
             assertEquals(5, voters(leader), "min_quorum 5: nothing is removed");
             JsonObject health = new JsonObject(call("GET", leader.http, "/v1/operator/autopilot/health", null).body());
@@ -292,7 +279,7 @@ class AutopilotProcessIT {
             Node stays = followers.get(0);
             Node last = followers.get(3);
             last.process.close();
-            cluster.await("the leader sees " + last.name + " failed", List.of(leader), () -> memberStatus(leader, last.name) == 4);
+            cluster.await("the leader sees " + last.name + " failed", List.of(leader), () -> memberStatus(leader.http, last.name) == 4);
             try (AgentProcess command = AgentProcess.start(work, "leave", "-http-addr", "127.0.0.1:" + stays.http)) {
                 assertEquals(1, command.awaitExit(DEADLINE), "conclave leave: " + command.output());
                 assertTrue(command.output().contains("leave failed"), command.output());

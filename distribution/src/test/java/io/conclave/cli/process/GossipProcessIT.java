@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -63,38 +64,12 @@ class GossipProcessIT {
         return new JsonArray(Http.call("GET", server.httpPort(), "/v1/agent/members", null).body());
     }
 
-    /** The {@code Status} {@code observer} shows for {@code name}, or -1 when it does not list it (or does not answer). */
-    private static int status(Server observer, String name) {
-        try {
-            for (Object entry : members(observer)) {
-                JsonObject member = (JsonObject) entry;
-                if (member.getString("Name").equals(name)) {
-                    return member.getInteger("Status");
-                }
-            }
-        } catch (Exception e) {
-            return -1;
-        }
-        return -1;
-    }
-
     private static String leader(Server server) {
         try {
             return Http.call("GET", server.httpPort(), "/v1/status/leader", null).body();
         } catch (Exception e) {
             return "";
         }
-    }
-
-    private static List<Integer> serfPorts(int count) throws Exception {
-        List<Integer> ports = new ArrayList<>();
-        while (ports.size() < count) {
-            int port = AgentProcess.freePort();
-            if (!ports.contains(port)) {
-                ports.add(port);
-            }
-        }
-        return ports;
     }
 
     private static String logs(List<Server> servers) throws Exception {
@@ -114,7 +89,7 @@ class GossipProcessIT {
 
     @Test
     void when_five_servers_gossip_then_they_bootstrap_a_leave_is_status_3_and_a_kill_status_4(@TempDir Path work) throws Exception {
-        List<Integer> ports = serfPorts(5);
+        List<Integer> ports = GossipCluster.ports(5);
         List<Server> servers = start(work, 5, 5, "", ports, 0);
         try {
             try {
@@ -143,16 +118,16 @@ class GossipProcessIT {
             assertEquals(0, leaver.process().awaitExit(DEADLINE), "the leaving agent's exit: " + leaver.process().output());
             List<Server> staying = servers.subList(0, 4);
             AgentProcess.awaitCondition("g4 Status 3 on every other server", Duration.ofSeconds(10),
-                    () -> staying.stream().allMatch(server -> status(server, "g4") == 3));
+                    () -> staying.stream().allMatch(server -> GossipCluster.memberStatus(server.httpPort(), "g4") == 3));
 
             Server victim = servers.get(3);
             victim.process().process.destroyForcibly(); // SIGKILL: no leave intent
             victim.process().process.waitFor();
             List<Server> alive = servers.subList(0, 3);
             AgentProcess.awaitCondition("g3 Status 4 on every other server", DEADLINE,
-                    () -> alive.stream().allMatch(server -> status(server, "g3") == 4));
+                    () -> alive.stream().allMatch(server -> GossipCluster.memberStatus(server.httpPort(), "g3") == 4));
             for (Server server : alive) {
-                assertEquals(3, status(server, "g4"), server.name() + " no longer shows g4 as left");
+                assertEquals(3, GossipCluster.memberStatus(server.httpPort(), "g4"), server.name() + " no longer shows g4 as left");
             }
             String leaderNow = leader(servers.get(0));
             assertTrue(!leaderNow.isBlank() && !leaderNow.equals("\"\""), "no leader after a leave and a kill: " + leaderNow);
@@ -168,7 +143,7 @@ class GossipProcessIT {
         String key = Base64.getEncoder().encodeToString(bytes);
         bytes[0] ^= 1;
         String otherKey = Base64.getEncoder().encodeToString(bytes);
-        List<Integer> ports = serfPorts(4);
+        List<Integer> ports = GossipCluster.ports(4);
         List<Server> servers = new ArrayList<>(start(work, 3, 3, "\"encrypt\": \"" + key + "\",", ports.subList(0, 3), 0));
         try {
             AgentProcess.awaitCondition("three encrypted servers agreeing on a leader", DEADLINE, () -> {
@@ -196,7 +171,7 @@ class GossipProcessIT {
                 }
             });
             for (Server server : servers.subList(0, 3)) {
-                assertEquals(-1, status(server, "g3"), server.name() + " admitted the server with another key");
+                assertEquals(-1, GossipCluster.memberStatus(server.httpPort(), "g3"), server.name() + " admitted the server with another key");
                 assertEquals(3, members(server).size(), server.name() + " members");
             }
         } finally {
