@@ -32,7 +32,7 @@ class AclProcessIT {
     static final Duration REVOCATION_BOUND = Duration.ofSeconds(4);
     private final GossipCluster harness = new GossipCluster();
 
-    private static boolean answers(int port, String path, String token, int status) {
+    static boolean answers(int port, String path, String token, int status) {
         try {
             return call("GET", port, path, null, token).statusCode() == status;
         } catch (Exception e) {
