@@ -13,11 +13,8 @@ import io.conclave.engine.raft.kv.HealthCheck;
 import io.conclave.engine.raft.kv.NodeService;
 import io.conclave.engine.raft.service.CatalogService;
 import io.conclave.engine.raft.testing.Await;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
+import io.conclave.testsupport.AgentHttp;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,7 +30,6 @@ import org.junit.jupiter.api.Timeout;
 class AntiEntropyAgentTest {
 
     private Agent agent;
-    private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
     @BeforeEach
     void start() {
@@ -46,9 +42,7 @@ class AntiEntropyAgentTest {
     }
 
     private HttpResponse<String> call(String method, String path, String body) throws Exception {
-        return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, agent.httpPort(), path, body);
     }
 
     private AgentAssembly server() {
