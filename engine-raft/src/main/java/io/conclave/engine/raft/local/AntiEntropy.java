@@ -108,6 +108,9 @@ public final class AntiEntropy {
     private boolean nodeInSync;
     private final Map<String, ServiceDefinition> knownServices = new HashMap<>();
     private final Map<String, KnownCheck> knownChecks = new HashMap<>();
+    /** The token each known service or check was last written with: its deregistration carries it too, as Consul's. */
+    private final Map<String, Optional<String>> serviceTokens = new HashMap<>();
+    private final Map<String, Optional<String>> checkTokens = new HashMap<>();
     private boolean running;
     /** Callers of {@link #syncFull} waiting for a full sync that has not started yet. */
     private final List<Promise<Void>> fullWaiters = new ArrayList<>();
@@ -389,9 +392,11 @@ public final class AntiEntropy {
                 }
             }
             ServiceDefinition definition = service.definition();
+            Optional<String> serviceToken = service.token().or(node.agentToken());
             planned.add(new Write("register service " + id, Optional.of(registration(true, Optional.of(definition), serviceChecks)),
-                    Optional.empty(), service.token().or(node.agentToken()), () -> {
+                    Optional.empty(), serviceToken, () -> {
                         knownServices.put(id, definition);
+                        serviceTokens.put(id, service.token());
                         serviceChecks.forEach(check -> knownChecks.put(check.id(), new KnownCheck(check, now)));
                     }));
         }
@@ -400,9 +405,10 @@ public final class AntiEntropy {
             if (!services.containsKey(id)) {
                 servicesRemoved.add(id);
                 planned.add(new Write("deregister service " + id, Optional.empty(),
-                        Optional.of(new Deregistration(node.name(), node.datacenter(), Optional.of(id), Optional.empty())), node.agentToken().get(),
-                        () -> {
+                        Optional.of(new Deregistration(node.name(), node.datacenter(), Optional.of(id), Optional.empty())),
+                        serviceTokens.getOrDefault(id, Optional.empty()).or(node.agentToken()), () -> {
                             knownServices.remove(id);
+                            serviceTokens.remove(id);
                             knownChecks.values().removeIf(known -> known.check().serviceId().equals(id));
                         }));
             }
@@ -433,13 +439,19 @@ public final class AntiEntropy {
             // Consul's check write carries its service: the catalog refuses a service's check on a node without it
             planned.add(new Write("register check " + id + " (" + check.status().word() + ")",
                     Optional.of(registration(true, service, List.of(wanted))), Optional.empty(), token,
-                    () -> knownChecks.put(id, new KnownCheck(wanted, now))));
+                    () -> {
+                        knownChecks.put(id, new KnownCheck(wanted, now));
+                        checkTokens.put(id, token);
+                    }));
         }
         for (String id : List.copyOf(knownChecks.keySet())) {
             if (!checks.containsKey(id) && !servicesRemoved.contains(knownChecks.get(id).check().serviceId())) {
                 planned.add(new Write("deregister check " + id, Optional.empty(),
-                        Optional.of(new Deregistration(node.name(), node.datacenter(), Optional.empty(), Optional.of(id))), node.agentToken().get(),
-                        () -> knownChecks.remove(id)));
+                        Optional.of(new Deregistration(node.name(), node.datacenter(), Optional.empty(), Optional.of(id))),
+                        checkTokens.getOrDefault(id, Optional.empty()).or(node.agentToken()), () -> {
+                            knownChecks.remove(id);
+                            checkTokens.remove(id);
+                        }));
             }
         }
         if (deferUntil != Long.MAX_VALUE) {

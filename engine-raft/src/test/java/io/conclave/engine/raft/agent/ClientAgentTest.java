@@ -92,6 +92,39 @@ class ClientAgentTest {
     }
 
     @Test
+    void a_service_registered_on_the_client_reaches_the_servers_catalog_and_leaves_it_with_its_deregistration() throws Exception {
+        HttpResponse<String> registered = call(client, "PUT", "/v1/agent/service/register",
+                "{\"Name\": \"web\", \"ID\": \"web-c1\", \"Port\": 8080, \"Check\": {\"TTL\": \"1m\"}}", MANAGEMENT);
+        assertEquals(200, registered.statusCode(), registered.body());
+        Await.until("web-c1 of c1 in a server's catalog (anti-entropy through the forwarding path)", () -> catalogListsWebOfC1());
+        Await.until("its check there, critical", () -> checkStatusOnServer("service:web-c1").equals("critical"));
+        assertEquals(200, call(client, "PUT", "/v1/agent/check/pass/service:web-c1", null, MANAGEMENT).statusCode());
+        Await.until("its check passing there", () -> checkStatusOnServer("service:web-c1").equals("passing"));
+        assertEquals(200, call(client, "PUT", "/v1/agent/service/deregister/web-c1", null, MANAGEMENT).statusCode());
+        Await.until("web-c1 gone from the catalog", () -> !catalogListsWebOfC1());
+    }
+
+    private static boolean catalogListsWebOfC1() {
+        try {
+            HttpResponse<String> answer = call(servers.get(1), "GET", "/v1/catalog/service/web", null, MANAGEMENT);
+            return answer.statusCode() == 200 && new JsonArray(answer.body()).stream().map(JsonObject.class::cast)
+                    .anyMatch(instance -> "web-c1".equals(instance.getString("ServiceID")) && "c1".equals(instance.getString("Node")));
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    private static String checkStatusOnServer(String checkId) {
+        try {
+            HttpResponse<String> answer = call(servers.get(2), "GET", "/v1/health/node/c1", null, MANAGEMENT);
+            return answer.statusCode() != 200 ? "" : new JsonArray(answer.body()).stream().map(JsonObject.class::cast)
+                    .filter(check -> checkId.equals(check.getString("CheckID"))).map(check -> check.getString("Status")).findFirst().orElse("");
+        } catch (Exception e) {
+            return "";
+        }
+    }
+
+    @Test
     void the_client_says_it_is_no_server_and_keeps_no_raft_state() throws Exception {
         JsonObject self = new JsonObject(call(client, "GET", "/v1/agent/self", null, MANAGEMENT).body());
         assertFalse(self.getJsonObject("Config").getBoolean("Server"));
