@@ -47,6 +47,9 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.service.AutopilotService;
 import io.conclave.engine.raft.service.CatalogReconciler;
 import io.conclave.engine.raft.service.CatalogService;
+import io.conclave.engine.raft.service.ReadConsistency;
+import io.conclave.engine.raft.dns.DnsAnswers;
+import io.conclave.engine.raft.dns.DnsServer;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.LeaveCoordinator;
 import io.conclave.engine.raft.service.OperatorService;
@@ -140,6 +143,9 @@ final class AgentAssembly {
     private MetricsHttpApi metricsApi;
     private AgentHttpApi agentApi;
     private int httpPort;
+    private DnsServer dns;
+    /** The DNS port, or -1 when DNS is off. */
+    private int dnsPort = -1;
     private int httpsPort = -1;
 
     AgentAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, boolean nodeIdStored,
@@ -162,6 +168,7 @@ final class AgentAssembly {
         startServices();
         startAutopilot();
         httpPort = await(startHttp());
+        dnsPort = await(startDns());
         LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), identity.nodeId(),
                 config.datacenter(), config.clientAddr(), httpPort, activeNames());
     }
@@ -504,6 +511,41 @@ final class AgentAssembly {
         }));
     }
 
+    /**
+     * Consul's DNS interface ({@code ports.dns}; -1: none), answering from this server's catalog: its own state when
+     * {@code dns_config.allow_stale} (a linearizable read once it has not heard from a leader within {@code max_stale}),
+     * else a linearizable read.
+     */
+    private Future<Integer> startDns() {
+        ConclaveConfig.Dns settings = config.dns();
+        if (config.ports().dns() < 0 || catalog == null || !catalog.available()) {
+            return Future.succeededFuture(-1);
+        }
+        ReadConsistency consistency = settings.allowStale() ? new ReadConsistency(true, Optional.of(settings.maxStale()))
+                : ReadConsistency.LINEARIZABLE;
+        ConclaveConfig.Soa soa = settings.soa();
+        DnsAnswers.Settings answers = DnsAnswers.Settings.of(settings.domain(), settings.altDomain(), config.datacenter(), settings.nodeTtl(),
+                settings.serviceTtl(), settings.aRecordLimit(), settings.onlyPassing(), settings.nodeMetaTxt(), soa.refresh(), soa.retry(),
+                soa.expire(), soa.minTtl());
+        dns = new DnsServer(vertx, settings.address(), config.ports().dns(), answers, settings.udpAnswerLimit(), settings.enableTruncate(),
+                settings.recursors(), settings.recursorTimeout(), settings.sourceRateLimit(), () -> catalog.read(consistency));
+        return dns.start().map(v -> {
+            LOG.info("DNS on {}:{} (UDP and TCP), domain {}{}", settings.address(), dns.port(), settings.domain(),
+                    settings.altDomain().map(alt -> " and " + alt).orElse(""));
+            return dns.port();
+        });
+    }
+
+    /** The DNS port, or -1 when DNS is off. */
+    int dnsPort() {
+        return dnsPort;
+    }
+
+    /** The DNS server's counters (empty when DNS is off). */
+    Map<String, Long> dnsCounters() {
+        return dns == null ? Map.of() : dns.counters();
+    }
+
     /** The active provider of every SPI the engine called ({@code /v1/agent/self}'s {@code Plugins}). */
     private JsonObject activePlugins() {
         JsonObject plugins = new JsonObject();
@@ -573,6 +615,9 @@ final class AgentAssembly {
      * transport, membership, storage. What was never built is skipped.
      */
     void close() {
+        if (dns != null) {
+            await(dns.stop());
+        }
         await(http.close());
         if (tombstoneReaper != null) {
             tombstoneReaper.stop();
