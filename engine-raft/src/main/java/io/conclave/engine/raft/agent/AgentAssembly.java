@@ -417,7 +417,7 @@ final class AgentAssembly {
         metricsApi.register(http);
     }
 
-    /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes. */
+    /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes, DNS's. */
     private Map<String, Long> providerCounters() {
         Map<String, Long> counters = new LinkedHashMap<>(membership.counters());
         if (aclApi != null) {
@@ -428,6 +428,9 @@ final class AgentAssembly {
             counters.put("tls.internal_rpc.handshake.refused", transport.refusedHandshakes());
         }
         counters.put("http.write.answered_before_visible", kv.raft().writesAnsweredBeforeVisible());
+        if (dns != null) {
+            counters.putAll(dns.counters());
+        }
         return counters;
     }
 
