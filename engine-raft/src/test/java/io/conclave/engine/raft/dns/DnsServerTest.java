@@ -182,4 +182,51 @@ class DnsServerTest {
         long dropped = server.counters().getOrDefault("dns.dropped.rate", 0L);
         assertTrue(dropped >= 30, "dropped " + dropped + " of 50 sent at once with a limit of 5 a second: " + server.counters());
     }
+
+    @Test
+    void two_thousand_mutated_queries_are_each_answered_or_counted_and_the_server_keeps_answering() throws Exception {
+        start(catalog(5), List.of(), 0);
+        long seed = Long.getLong("dns.fuzz.seed", System.nanoTime());
+        java.util.Random random = new java.util.Random(seed);
+        String replay = "seed " + seed + " (replay: mvn -B -pl engine-raft -am verify -Dtest=DnsServerTest -Ddns.fuzz.seed=" + seed
+                + " -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=none)";
+        List<byte[]> valid = List.of(query("web.service.conclave.", Type.SRV).toWire(), query("node-1.node.conclave.", Type.TXT).toWire(),
+                query("conclave.", Type.ANY).toWire(), query("0a000001.addr.conclave.", Type.A).toWire());
+        int sent = 2000;
+        try (java.net.DatagramSocket client = new java.net.DatagramSocket()) {
+            for (int i = 0; i < sent; i++) {
+                byte[] packet = valid.get(random.nextInt(valid.size())).clone();
+                int mutations = 1 + random.nextInt(6);
+                for (int m = 0; m < mutations; m++) {
+                    switch (random.nextInt(4)) {
+                        case 0 -> packet[random.nextInt(packet.length)] = (byte) random.nextInt(256);
+                        case 1 -> packet = java.util.Arrays.copyOf(packet, random.nextInt(packet.length + 1));
+                        case 2 -> packet = java.util.Arrays.copyOf(packet, packet.length + random.nextInt(64));
+                        default -> packet[random.nextInt(Math.min(12, packet.length == 0 ? 1 : packet.length))
+                                % Math.max(1, packet.length)] ^= (byte) (1 << random.nextInt(8));
+                    }
+                    if (packet.length == 0) {
+                        break;
+                    }
+                }
+                client.send(new java.net.DatagramPacket(packet, packet.length, InetAddress.getLoopbackAddress(), server.port()));
+                if (i % 200 == 199) {
+                    Thread.sleep(20); // a loopback socket buffer holds a few hundred: the test sends in bursts, not a flood
+                }
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (handled() < sent && System.nanoTime() < deadline) {
+            Thread.sleep(20); // polling the counters, with a deadline
+        }
+        assertEquals(sent, handled(), "every packet was answered or counted as malformed: " + server.counters() + ", " + replay);
+        assertEquals(Rcode.NOERROR, resolver(false).send(query("web.service.conclave.", Type.A)).getRcode(), "still answering; " + replay);
+    }
+
+    /** Queries answered (any rcode, or refused) plus those counted malformed. */
+    private long handled() {
+        return server.counters().entrySet().stream()
+                .filter(entry -> entry.getKey().startsWith("dns.answered.") || entry.getKey().equals("dns.malformed"))
+                .mapToLong(Map.Entry::getValue).sum();
+    }
 }
