@@ -117,6 +117,29 @@ public final class DnsAnswers {
         }
     }
 
+    /**
+     * What the asker may read, as the ACL system says (Consul answers DNS with the agent's default token; Conclave, with
+     * the anonymous token's rights): a node or an instance it may not read is left out, as if it did not exist.
+     */
+    public interface Access {
+        /** Everything: ACLs are off. */
+        Access ALL = new Access() {
+            @Override
+            public boolean nodeRead(String node) {
+                return true;
+            }
+
+            @Override
+            public boolean serviceRead(String service) {
+                return true;
+            }
+        };
+
+        boolean nodeRead(String node);
+
+        boolean serviceRead(String service);
+    }
+
     private DnsAnswers() {
     }
 
@@ -179,6 +202,12 @@ public final class DnsAnswers {
      */
     public static Message answer(Message query, Catalog catalog, Settings settings, long serial, RandomGenerator random,
                                  boolean recursionAvailable) {
+        return answer(query, catalog, settings, serial, random, recursionAvailable, Access.ALL);
+    }
+
+    /** As {@link #answer(Message, Catalog, Settings, long, RandomGenerator, boolean)}, leaving out what {@code access} denies. */
+    public static Message answer(Message query, Catalog catalog, Settings settings, long serial, RandomGenerator random,
+                                 boolean recursionAvailable, Access access) {
         Message reply = reply(query, Rcode.NOERROR, recursionAvailable);
         if (query.getHeader().getOpcode() != Opcode.QUERY) {
             reply.getHeader().setRcode(Rcode.NOTIMP);
@@ -193,7 +222,7 @@ public final class DnsAnswers {
             reply.getHeader().setRcode(Rcode.NOTIMP); // no zone transfers: the catalog is read through its API
             return reply;
         }
-        Answers answers = new Answers(reply, question, domain, settings, serial);
+        Answers answers = new Answers(reply, question, domain, settings, serial, access);
         List<String> labels = labels(name, domain);
         if (labels.isEmpty()) {
             answers.apex(catalog, type);
@@ -274,13 +303,19 @@ public final class DnsAnswers {
         private final Name domain;
         private final Settings settings;
         private final long serial;
+        private final Access access;
 
-        Answers(Message reply, Record question, Name domain, Settings settings, long serial) {
+        Answers(Message reply, Record question, Name domain, Settings settings, long serial, Access access) {
             this.reply = reply;
             this.question = question;
             this.domain = domain;
             this.settings = settings;
             this.serial = serial;
+            this.access = access;
+        }
+
+        private boolean readable(Catalog.Instance instance) {
+            return access.serviceRead(instance.service().service()) && access.nodeRead(instance.node().node());
         }
 
         private Name name(String relative) {
@@ -316,7 +351,7 @@ public final class DnsAnswers {
             if (type == Type.NS || type == Type.ANY) {
                 int added = 0;
                 for (Catalog.Instance server : catalog.instances(SERVERS_SERVICE)) {
-                    if (added == MAX_NAME_SERVERS || !healthy(catalog, server, false)) {
+                    if (added == MAX_NAME_SERVERS || !healthy(catalog, server, false) || !readable(server)) {
                         continue;
                     }
                     Name target = nodeName(server.node().node());
@@ -340,7 +375,7 @@ public final class DnsAnswers {
 
         Message node(Catalog catalog, String nodeName, int type) {
             CatalogNode node = nodeName.isEmpty() ? null : catalog.node(nodeName);
-            if (node == null) {
+            if (node == null || !access.nodeRead(node.node())) {
                 return nameError();
             }
             Name owner = question.getName();
@@ -420,7 +455,7 @@ public final class DnsAnswers {
             }
             List<Catalog.Instance> found = new ArrayList<>();
             for (Catalog.Instance instance : catalog.instances(service)) {
-                if (tagged(instance.service(), tag) && healthy(catalog, instance, settings.onlyPassing())) {
+                if (tagged(instance.service(), tag) && readable(instance) && healthy(catalog, instance, settings.onlyPassing())) {
                     found.add(instance);
                 }
             }

@@ -81,6 +81,7 @@ public final class DnsServer {
     private final Duration recursorTimeout;
     private final int sourceRateLimit;
     private final CatalogReader reader;
+    private final java.util.function.Supplier<DnsAnswers.Access> access;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicInteger connections = new AtomicInteger();
     private final RateLimitedLog droppedLog = new RateLimitedLog(60_000);
@@ -102,6 +103,14 @@ public final class DnsServer {
      */
     public DnsServer(Vertx vertx, String host, int port, DnsAnswers.Settings settings, int udpAnswerLimit, boolean enableTruncate,
                      List<String> recursors, Duration recursorTimeout, int sourceRateLimit, CatalogReader reader) {
+        this(vertx, host, port, settings, udpAnswerLimit, enableTruncate, recursors, recursorTimeout, sourceRateLimit, reader,
+                () -> DnsAnswers.Access.ALL);
+    }
+
+    /** @param access what an anonymous asker may read now (asked at each query: ACLs change) */
+    public DnsServer(Vertx vertx, String host, int port, DnsAnswers.Settings settings, int udpAnswerLimit, boolean enableTruncate,
+                     List<String> recursors, Duration recursorTimeout, int sourceRateLimit, CatalogReader reader,
+                     java.util.function.Supplier<DnsAnswers.Access> access) {
         this.vertx = vertx;
         this.host = host;
         this.port = port;
@@ -112,6 +121,7 @@ public final class DnsServer {
         this.recursorTimeout = recursorTimeout;
         this.sourceRateLimit = sourceRateLimit;
         this.reader = reader;
+        this.access = access;
     }
 
     private static InetSocketAddress recursor(String text) {
@@ -323,7 +333,8 @@ public final class DnsServer {
             return workers.executeBlocking(() -> recurse(query, raw), false);
         }
         return reader.read().compose(catalog -> workers.executeBlocking(() -> {
-            Message answer = DnsAnswers.answer(query, catalog, settings, System.currentTimeMillis() / 1000, random.get(), recursion);
+            Message answer = DnsAnswers.answer(query, catalog, settings, System.currentTimeMillis() / 1000, random.get(), recursion,
+                    access.get());
             count("dns.answered." + Rcode.string(answer.getHeader().getRcode()).toLowerCase(java.util.Locale.ROOT));
             return DnsAnswers.toWire(answer, maxBytes, maxAnswers, enableTruncate);
         }, false), error -> {

@@ -230,4 +230,38 @@ class DnsAnswersTest {
         }
         assertTrue(firsts.size() > 5, "the first answer varies: " + firsts);
     }
+
+    @Test
+    void what_the_acl_system_denies_is_answered_as_if_it_did_not_exist() throws IOException {
+        webCluster();
+        DnsAnswers.Access onlyN1 = new DnsAnswers.Access() {
+            @Override
+            public boolean nodeRead(String node) {
+                return node.equals("n1");
+            }
+
+            @Override
+            public boolean serviceRead(String service) {
+                return service.equals("web");
+            }
+        };
+        Message web = DnsAnswers.answer(query("web.service.conclave.", Type.A), catalog(), SETTINGS, 1, new SplittableRandom(1), false,
+                onlyN1);
+        assertEquals(Set.of("10.0.0.1"), addresses(web, Section.ANSWER));
+        Message n2 = DnsAnswers.answer(query("n2.node.conclave.", Type.A), catalog(), SETTINGS, 1, new SplittableRandom(1), false, onlyN1);
+        assertEquals(Rcode.NXDOMAIN, n2.getRcode());
+        DnsAnswers.Access nothing = new DnsAnswers.Access() {
+            @Override
+            public boolean nodeRead(String node) {
+                return false;
+            }
+
+            @Override
+            public boolean serviceRead(String service) {
+                return false;
+            }
+        };
+        assertEquals(Rcode.NXDOMAIN, DnsAnswers.answer(query("web.service.conclave.", Type.A), catalog(), SETTINGS, 1,
+                new SplittableRandom(1), false, nothing).getRcode(), "default_policy deny: nothing is named");
+    }
 }
