@@ -10,7 +10,7 @@ import java.util.TreeMap;
 /**
  * A policy's rules in Consul's JSON form, reduced to what the key/value store, the agent and the operator need:
  * {@code key}, {@code key_prefix}, {@code agent}, {@code agent_prefix}, {@code node}, {@code node_prefix},
- * {@code session}, {@code session_prefix} (each an object of names to {@code {"policy": "read|write|deny"}}), and
+ * {@code session}, {@code session_prefix}, {@code service}, {@code service_prefix} (each an object of names to {@code {"policy": "read|write|deny"}}), and
  * {@code operator}, {@code keyring} and {@code acl} (each {@code "read|write|deny"}). For example
  * {@code {"key_prefix": {"app/": {"policy": "write"}}, "operator": "read"}}. {@code keyring} is Consul's rule for the
  * gossip encryption keys ({@code /v1/operator/keyring}): {@code operator} does not give it, since listing the keyring
@@ -30,7 +30,7 @@ public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, M
 
     /** What a named rule is about. */
     public enum Resource {
-        KEY("key"), AGENT("agent"), NODE("node"), SESSION("session");
+        KEY("key"), AGENT("agent"), NODE("node"), SESSION("session"), SERVICE("service");
 
         final String word;
 
@@ -73,7 +73,7 @@ public record AclRules(Map<Resource, Map<String, Access>> exact, Map<Resource, M
     }
 
     private static final List<String> KEYS = List.of("key", "key_prefix", "agent", "agent_prefix", "node", "node_prefix",
-            "session", "session_prefix", "operator", "keyring", "acl");
+            "session", "session_prefix", "service", "service_prefix", "operator", "keyring", "acl");
     /** The rules that take one word for the whole resource, not names. */
     private static final List<String> UNNAMED = List.of("operator", "keyring", "acl");
 

@@ -137,6 +137,21 @@ public final class Authorizer {
         return allows(Resource.NODE, node, false);
     }
 
+    /** Registering this node, or checks of the node itself (not of a service), as Consul's {@code node:write}. */
+    public boolean nodeWrite(String node) {
+        return allows(Resource.NODE, node, true);
+    }
+
+    /** Seeing the service {@code service} (its instances, its checks), as Consul's {@code service:read}. */
+    public boolean serviceRead(String service) {
+        return allows(Resource.SERVICE, service, false);
+    }
+
+    /** Registering, changing or deregistering an instance of the service {@code service}, as Consul's {@code service:write}. */
+    public boolean serviceWrite(String service) {
+        return allows(Resource.SERVICE, service, true);
+    }
+
     public boolean sessionRead(String node) {
         return allows(Resource.SESSION, node, false);
     }

@@ -43,6 +43,18 @@ class AuthorizerTest {
     }
 
     @Test
+    void service_and_node_rules_as_the_agent_endpoints_ask_them() {
+        Authorizer acl = deny("{\"service_prefix\": {\"\": {\"policy\": \"read\"}, \"web\": {\"policy\": \"write\"}},"
+                + " \"service\": {\"web-admin\": {\"policy\": \"deny\"}}, \"node\": {\"c1\": {\"policy\": \"write\"}}}");
+        assertTrue(acl.serviceWrite("web") && acl.serviceWrite("web-api"), "the prefix gives write");
+        assertTrue(acl.serviceRead("db") && !acl.serviceWrite("db"), "the empty prefix: read");
+        assertFalse(acl.serviceRead("web-admin"), "the exact rule denies");
+        assertTrue(acl.nodeWrite("c1") && acl.nodeRead("c1") && !acl.nodeWrite("c2"));
+        assertFalse(deny().serviceRead("web") || deny().nodeWrite("c1"), "default deny");
+        assertTrue(Authorizer.of(List.of(), true).serviceWrite("any"), "default allow");
+    }
+
+    @Test
     void keyring_is_its_own_rule_that_operator_rules_do_not_give() {
         Authorizer operator = deny("{\"operator\": \"write\"}");
         assertTrue(operator.operatorWrite());
