@@ -531,12 +531,32 @@ final class AgentAssembly {
                 settings.serviceTtl(), settings.aRecordLimit(), settings.onlyPassing(), settings.nodeMetaTxt(), soa.refresh(), soa.retry(),
                 soa.expire(), soa.minTtl());
         dns = new DnsServer(vertx, settings.address(), config.ports().dns(), answers, settings.udpAnswerLimit(), settings.enableTruncate(),
-                settings.recursors(), settings.recursorTimeout(), settings.sourceRateLimit(), () -> catalog.read(consistency));
+                settings.recursors(), settings.recursorTimeout(), settings.sourceRateLimit(), () -> catalog.read(consistency),
+                this::dnsAccess);
         return dns.start().map(v -> {
             LOG.info("DNS on {}:{} (UDP and TCP), domain {}{}", settings.address(), dns.port(), settings.domain(),
                     settings.altDomain().map(alt -> " and " + alt).orElse(""));
             return dns.port();
         });
+    }
+
+    /** What DNS answers may name: everything without ACLs; with them, what the anonymous token may read. */
+    private DnsAnswers.Access dnsAccess() {
+        if (aclStore == null) {
+            return DnsAnswers.Access.ALL;
+        }
+        io.conclave.engine.raft.acl.Authorizer anonymous = aclStore.resolve("").orElseThrow(); // the anonymous token always resolves
+        return new DnsAnswers.Access() {
+            @Override
+            public boolean nodeRead(String node) {
+                return anonymous.nodeRead(node);
+            }
+
+            @Override
+            public boolean serviceRead(String service) {
+                return anonymous.serviceRead(service);
+            }
+        };
     }
 
     /** The DNS port, or -1 when DNS is off. */
