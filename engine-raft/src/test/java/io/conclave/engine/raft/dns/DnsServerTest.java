@@ -17,6 +17,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -184,43 +185,62 @@ class DnsServerTest {
     }
 
     @Test
-    void two_thousand_mutated_queries_are_each_answered_or_counted_and_the_server_keeps_answering() throws Exception {
+    void every_real_query_cut_at_every_byte_or_with_any_byte_flipped_and_random_packets_are_answered_or_counted() throws Exception {
         start(catalog(5), List.of(), 0);
         long seed = Long.getLong("dns.fuzz.seed", System.nanoTime());
         java.util.Random random = new java.util.Random(seed);
         String replay = "seed " + seed + " (replay: mvn -B -pl engine-raft -am verify -Dtest=DnsServerTest -Ddns.fuzz.seed=" + seed
                 + " -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=none)";
-        List<byte[]> valid = List.of(query("web.service.conclave.", Type.SRV).toWire(), query("node-1.node.conclave.", Type.TXT).toWire(),
-                query("conclave.", Type.ANY).toWire(), query("0a000001.addr.conclave.", Type.A).toWire());
-        int sent = 2000;
+        List<byte[]> real = new ArrayList<>();
+        for (String[] asked : new String[][]{{"web.service.conclave.", "SRV"}, {"node-1.node.conclave.", "TXT"}, {"conclave.", "ANY"},
+                {"0a000001.addr.conclave.", "A"}, {"_web._tcp.service.dc1.conclave.", "SRV"}, {"example.org.", "AAAA"}}) {
+            Message query = query(asked[0], Type.value(asked[1]));
+            real.add(query.toWire());
+            query.addRecord(new org.xbill.DNS.OPTRecord(4096, 0, 0), Section.ADDITIONAL); // with EDNS0 too
+            real.add(query.toWire());
+        }
+        List<byte[]> packets = new ArrayList<>();
+        for (byte[] query : real) {
+            for (int cut = 0; cut < query.length; cut++) {
+                packets.add(java.util.Arrays.copyOf(query, cut)); // cut at every byte (0: an empty datagram)
+            }
+            for (int at = 0; at < query.length; at++) {
+                byte[] flipped = query.clone();
+                flipped[at] ^= (byte) 0xff; // every byte flipped
+                packets.add(flipped);
+                byte[] random1 = query.clone();
+                random1[at] = (byte) random.nextInt(256); // and set to a random value
+                packets.add(random1);
+            }
+        }
+        for (int i = 0; i < 40; i++) { // random packets up to UDP's largest payload
+            byte[] noise = new byte[i == 0 ? 65_507 : 1 + random.nextInt(65_507)];
+            random.nextBytes(noise);
+            packets.add(noise);
+        }
+        long expected = 0;
         try (java.net.DatagramSocket client = new java.net.DatagramSocket()) {
-            for (int i = 0; i < sent; i++) {
-                byte[] packet = valid.get(random.nextInt(valid.size())).clone();
-                int mutations = 1 + random.nextInt(6);
-                for (int m = 0; m < mutations; m++) {
-                    switch (random.nextInt(4)) {
-                        case 0 -> packet[random.nextInt(packet.length)] = (byte) random.nextInt(256);
-                        case 1 -> packet = java.util.Arrays.copyOf(packet, random.nextInt(packet.length + 1));
-                        case 2 -> packet = java.util.Arrays.copyOf(packet, packet.length + random.nextInt(64));
-                        default -> packet[random.nextInt(Math.min(12, packet.length == 0 ? 1 : packet.length))
-                                % Math.max(1, packet.length)] ^= (byte) (1 << random.nextInt(8));
-                    }
-                    if (packet.length == 0) {
-                        break;
-                    }
-                }
+            client.setSendBufferSize(1 << 20);
+            for (int i = 0; i < packets.size(); i++) {
+                byte[] packet = packets.get(i);
                 client.send(new java.net.DatagramPacket(packet, packet.length, InetAddress.getLoopbackAddress(), server.port()));
-                if (i % 200 == 199) {
-                    Thread.sleep(20); // a loopback socket buffer holds a few hundred: the test sends in bursts, not a flood
+                expected++;
+                if (i % 100 == 99) {
+                    awaitHandled(expected, replay); // a loopback socket buffer holds a few hundred: the test sends in bursts
                 }
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (handled() < sent && System.nanoTime() < deadline) {
-            Thread.sleep(20); // polling the counters, with a deadline
-        }
-        assertEquals(sent, handled(), "every packet was answered or counted as malformed: " + server.counters() + ", " + replay);
+        awaitHandled(expected, replay);
+        assertEquals(expected, handled(), "every packet was answered or counted as malformed: " + server.counters() + ", " + replay);
         assertEquals(Rcode.NOERROR, resolver(false).send(query("web.service.conclave.", Type.A)).getRcode(), "still answering; " + replay);
+    }
+
+    private void awaitHandled(long expected, String replay) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (handled() < expected && System.nanoTime() < deadline) {
+            Thread.sleep(5); // polling the counters, with a deadline
+        }
+        assertEquals(expected, handled(), "answered or counted so far: " + server.counters() + ", " + replay);
     }
 
     /** Queries answered (any rcode, or refused) plus those counted malformed. */
