@@ -46,7 +46,7 @@ class AclProcessIT {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    private static boolean answers(int port, String path, String token, int status) {
+    static boolean answers(int port, String path, String token, int status) {
         try {
             return call("GET", port, path, null, token).statusCode() == status;
         } catch (Exception e) {
