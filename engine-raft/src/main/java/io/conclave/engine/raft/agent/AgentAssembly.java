@@ -29,6 +29,7 @@ import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.http.AclHttpApi;
 import io.conclave.engine.raft.http.AgentHttpApi;
 import io.conclave.engine.raft.http.AutopilotHttpApi;
+import io.conclave.engine.raft.http.CatalogHttpApi;
 import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.KvHttpApi;
 import io.conclave.engine.raft.http.MembershipHttpApi;
@@ -378,6 +379,7 @@ final class AgentAssembly {
             new KvHttpApi(vertx, config.datacenter(), kv).register(http);
             new SessionHttpApi(vertx, config.datacenter(), kv, config.nodeName(), config.sessionTtlMin(), membership::members).register(http);
             new TxnHttpApi(vertx, config.datacenter(), kv).register(http);
+            new CatalogHttpApi(vertx, catalog).register(http);
             try {
                 new SnapshotHttpApi(vertx, new SnapshotService(vertx, kv, config.datacenter(), config.nodeName()), config.datacenter(),
                         dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
@@ -387,7 +389,8 @@ final class AgentAssembly {
         } else { // another state machine: what serves the key/value store says so (501), for every method
             String why = new KvService.NotAvailableException(stateMachineName).getMessage();
             for (HttpMethod method : List.of(HttpMethod.GET, HttpMethod.PUT, HttpMethod.POST, HttpMethod.DELETE)) {
-                for (String path : List.of(KvHttpApi.PREFIX, SessionHttpApi.PREFIX, TxnHttpApi.PATH, SnapshotHttpApi.PATH)) {
+                for (String path : List.of(KvHttpApi.PREFIX, SessionHttpApi.PREFIX, TxnHttpApi.PATH, SnapshotHttpApi.PATH,
+                        CatalogHttpApi.CATALOG_PREFIX, CatalogHttpApi.HEALTH_PREFIX)) {
                     http.routePrefix(method, path, request -> HttpApi.error(request, 501, why));
                 }
             }

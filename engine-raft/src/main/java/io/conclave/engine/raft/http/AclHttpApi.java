@@ -151,6 +151,9 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.startsWith("/v1/session/")) {
             return read ? a -> true : a -> a.sessionWrite(agentName); // lists are filtered by each session's node
         }
+        if (path.startsWith("/v1/catalog/") || path.startsWith("/v1/health/")) {
+            return a -> true; // reads are filtered, writes checked once the body is read, by Consul's rules (CatalogHttpApi)
+        }
         if (path.equals("/v1/agent/members")) {
             return a -> true; // filtered by node
         }

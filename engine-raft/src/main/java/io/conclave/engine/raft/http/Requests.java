@@ -6,6 +6,7 @@ import io.conclave.engine.raft.kv.Unsigned64;
 import io.conclave.engine.raft.runtime.OutcomeUnknownException;
 import io.conclave.engine.raft.runtime.Refusal;
 import io.conclave.engine.raft.runtime.RefusedException;
+import io.conclave.engine.raft.service.CatalogService;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.ReadConsistency;
 import io.vertx.core.http.HttpServerRequest;
@@ -140,7 +141,8 @@ public final class Requests {
     }
 
     /**
-     * Answers a failed service call as Consul does: 400 for the client's error, 501 where this cluster's state machine
+     * Answers a failed service call as Consul does: 400 for the client's error (a bad parameter, a registration refused
+     * before the log, a bad filter), 501 where this cluster's state machine
      * does not keep what the endpoint serves, 503 with {@code Retry-After} for an overloaded or stopping server, and 500
      * with a message for the rest (no leader, an unknown outcome, a timeout, a command the store refused).
      */
@@ -148,8 +150,10 @@ public final class Requests {
         if (request.response().ended()) {
             return;
         }
-        if (error instanceof BadRequest) {
-            HttpApi.error(request, 400, error.getMessage());
+        if (error instanceof BadRequest || error instanceof CatalogService.InvalidRequestException || error instanceof Filter.Invalid
+                || error instanceof CatalogJson.Malformed) {
+            HttpApi.error(request, 400, error instanceof CatalogJson.Malformed ? "Request decode failed: " + error.getMessage()
+                    : error.getMessage());
         } else if (error instanceof KvService.NotAvailableException) {
             HttpApi.error(request, 501, error.getMessage());
         } else if (error instanceof RefusedException refused && (refused.reason() == Refusal.OVERLOADED
