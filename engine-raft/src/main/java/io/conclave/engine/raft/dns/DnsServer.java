@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -86,12 +85,7 @@ public final class DnsServer {
     private final AtomicInteger connections = new AtomicInteger();
     private final RateLimitedLog droppedLog = new RateLimitedLog(60_000);
     private final RateLimitedLog recursorLog = new RateLimitedLog(60_000);
-    private final Map<String, long[]> buckets = new LinkedHashMap<>(256, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, long[]> eldest) {
-            return size() > MAX_TRACKED_SOURCES;
-        }
-    };
+    private final SourceRateLimiter limiter;
     private WorkerExecutor workers;
     private DatagramSocket udp;
     private NetServer tcp;
@@ -120,6 +114,7 @@ public final class DnsServer {
         this.recursors = recursors.stream().map(DnsServer::recursor).toList();
         this.recursorTimeout = recursorTimeout;
         this.sourceRateLimit = sourceRateLimit;
+        this.limiter = new SourceRateLimiter(Math.max(1, sourceRateLimit), MAX_TRACKED_SOURCES);
         this.reader = reader;
         this.access = access;
     }
@@ -172,25 +167,9 @@ public final class DnsServer {
         counters.computeIfAbsent(name, ignored -> new AtomicLong()).incrementAndGet();
     }
 
-    /** Whether one more query from {@code source} is within its rate (a token bucket of one second's queries). */
+    /** Whether one more query from {@code source} is within its rate. */
     private boolean admitted(String source) {
-        if (sourceRateLimit <= 0) {
-            return true;
-        }
-        long now = System.nanoTime();
-        synchronized (buckets) {
-            long[] bucket = buckets.computeIfAbsent(source, ignored -> new long[]{sourceRateLimit, now});
-            double refill = (now - bucket[1]) * (double) sourceRateLimit / TimeUnit.SECONDS.toNanos(1);
-            if (refill >= 1) {
-                bucket[0] = Math.min(sourceRateLimit, bucket[0] + (long) refill);
-                bucket[1] = now;
-            }
-            if (bucket[0] <= 0) {
-                return false;
-            }
-            bucket[0]--;
-            return true;
-        }
+        return sourceRateLimit <= 0 || limiter.admit(source, System.nanoTime());
     }
 
     // ---------------------------------------------------------------- UDP
