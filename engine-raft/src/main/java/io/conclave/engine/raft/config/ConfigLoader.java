@@ -491,7 +491,7 @@ public final class ConfigLoader {
     /** Consul caps {@code udp_answer_limit} at 8: more A records than that hardly fit in 512 bytes. */
     public static final int MAX_UDP_ANSWER_LIMIT = 8;
     /** {@code dns_config.source_rate_limit}'s default: queries a second from one address before the rest are dropped. */
-    public static final int DEFAULT_DNS_SOURCE_RATE_LIMIT = 10_000;
+    public static final int DEFAULT_DNS_SOURCE_RATE_LIMIT = 0; // off, as Consul has none: a local resolver may forward a whole host's queries
     private static final Pattern SERVICE_TTL_KEY = Pattern.compile("[A-Za-z0-9_.-]{0,512}\\*?");
     private static final Pattern IPV4 = Pattern.compile("((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)");
     private static final Pattern IPV6_CHARACTERS = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
