@@ -171,7 +171,8 @@ class SessionClientsIT {
     record Run(int code, String output) {
     }
 
-    private static Run run(Path dir, List<String> command, Duration timeout) throws Exception {
+    /** Runs {@code command} in {@code dir} (a client nobody here wrote), its output and exit code; -1 past {@code timeout}. */
+    static Run run(Path dir, List<String> command, Duration timeout) throws Exception {
         Process process;
         try {
             process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
@@ -196,7 +197,7 @@ class SessionClientsIT {
         return new Run(process.exitValue(), output.toString(StandardCharsets.UTF_8));
     }
 
-    private static String lastLine(String output) {
+    static String lastLine(String output) {
         String[] lines = output.strip().split("\n");
         return lines[lines.length - 1];
     }

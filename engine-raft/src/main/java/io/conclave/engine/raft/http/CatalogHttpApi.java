@@ -219,8 +219,8 @@ public final class CatalogHttpApi {
         return new Answer(List.of(Catalog.Topics.SERVICES), Catalog::servicesIndex, (catalog, o, visible) -> {
             Map<String, Set<String>> tags = new LinkedHashMap<>();
             for (Catalog.Instance instance : catalog.instances()) {
-                if (!o.nodeMatches(instance.node()) || !o.passes(CatalogJson.serviceNode(instance))) {
-                    continue;
+                if (!o.nodeMatches(instance.node()) || (o.filter() != null && !o.filter().test(CatalogJson.serviceNode(instance)))) {
+                    continue; // an instance's JSON only for a filter: this list reads every instance
                 }
                 String name = instance.service().service();
                 if (!tags.containsKey(name) && !visible.service(name)) {

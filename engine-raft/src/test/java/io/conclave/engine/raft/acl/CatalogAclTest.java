@@ -5,15 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.agent.Agent;
-import io.conclave.engine.raft.config.ConfigLoader;
-import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -30,20 +26,11 @@ class CatalogAclTest {
 
     static final String INITIAL = "5d5b5f1e-7c2e-4e4b-8e66-2f1c9c4f2b22";
     static Agent agent;
-    static HttpClient client;
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return call("PUT", "/v1/kv/ready", "yes", INITIAL).body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
+                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
         for (String[] instance : new String[][] {{"node-a", "web"}, {"node-b", "db"}}) {
             HttpResponse<String> registered = call("PUT", "/v1/catalog/register", new JsonObject().put("Node", instance[0])
                     .put("Address", "10.2.0.1").put("Service", new JsonObject().put("Service", instance[1]))
@@ -55,17 +42,11 @@ class CatalogAclTest {
 
     @AfterAll
     static void stop() {
-        agent.stop();
+        DevAgent.stopQuiet(agent);
     }
 
     static HttpResponse<String> call(String method, String path, String body, String token) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path))
-                .timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        if (token != null) {
-            request.header("X-Consul-Token", token);
-        }
-        return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, agent.httpPort(), path, body, token);
     }
 
     /** A token whose one policy has {@code rules}. */

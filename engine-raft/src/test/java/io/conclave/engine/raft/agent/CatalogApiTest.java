@@ -5,14 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -32,36 +30,19 @@ import org.junit.jupiter.api.Timeout;
 class CatalogApiTest {
 
     static Agent agent;
-    static HttpClient client;
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return call("PUT", "/v1/kv/ready", "yes").body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}}", null);
     }
 
     @AfterAll
     static void stop() {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     static HttpResponse<String> call(String method, String path, String body) throws Exception {
-        return client.send(builder(method, path, body).build(), HttpResponse.BodyHandlers.ofString());
-    }
-
-    static HttpRequest.Builder builder(String method, String path, String body) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path)).timeout(Duration.ofSeconds(60))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        return AgentHttp.call(method, agent.httpPort(), path, body);
     }
 
     static HttpResponse<String> get(String path) throws Exception {
@@ -206,8 +187,9 @@ class CatalogApiTest {
         register(instance("watch-1", "watch-a", "watched", "passing"));
         long index = index(get("/v1/health/service/watched"));
         int waitingBefore = agent.blockingQueries();
-        CompletableFuture<HttpResponse<String>> watch = client.sendAsync(builder("GET", "/v1/health/service/watched?index=" + index
-                + "&wait=30s", null).build(), HttpResponse.BodyHandlers.ofString());
+        CompletableFuture<HttpResponse<String>> watch = AgentHttp.newClient().sendAsync(AgentHttp.request("GET", agent.httpPort(),
+                "/v1/health/service/watched?index=" + index + "&wait=30s", AgentHttp.text(null), null, Duration.ofSeconds(60)),
+                HttpResponse.BodyHandlers.ofString());
         Await.until("the watch waits", () -> agent.blockingQueries() == waitingBefore + 1);
 
         register(instance("watch-2", "other-a", "unwatched", "passing"));

@@ -1,17 +1,15 @@
-package io.conclave.cli;
+package io.conclave.cli.process;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,7 +27,7 @@ class CatalogClientsIT {
     @Test
     void when_python_consul_registers_a_service_then_every_server_lists_it_and_a_blocking_health_read_sees_it_fail(@TempDir Path work)
             throws Exception {
-        boolean python = run(work, List.of("/usr/bin/python3", "-c", "import consul"), Duration.ofSeconds(30)).code() == 0;
+        boolean python = SessionClientsIT.run(work, List.of("/usr/bin/python3", "-c", "import consul"), Duration.ofSeconds(30)).code() == 0;
         if (!"true".equals(System.getenv("CI"))) {
             Assumptions.assumeTrue(python, "python3-consul is needed (apt-get install python3-consul)");
         }
@@ -81,11 +79,10 @@ class CatalogClientsIT {
                     "out['nodeAddress'] = reader.catalog.node('py-node')[1]['Node']['Address']",
                     "out['unknownNode'] = reader.catalog.node('nobody')[1]",
                     "print(json.dumps(out))", ""));
-            Run py = run(work, List.of("/usr/bin/python3", script.toString(), Integer.toString(followers.get(0).httpPort()),
-                    Integer.toString(followers.get(1).httpPort())), Duration.ofSeconds(120));
+            SessionClientsIT.Run py = SessionClientsIT.run(work, List.of("/usr/bin/python3", script.toString(),
+                    Integer.toString(followers.get(0).httpPort()), Integer.toString(followers.get(1).httpPort())), Duration.ofSeconds(120));
             assertEquals(0, py.code(), py.output());
-            String[] lines = py.output().strip().split("\n");
-            JsonObject seen = new JsonObject(lines[lines.length - 1]);
+            JsonObject seen = new JsonObject(SessionClientsIT.lastLine(py.output()));
             String leaderName = "s" + nodes.indexOf(leader);
             assertTrue(seen.getJsonArray("serfHealthPassing").contains(leaderName), leaderName + " has serfHealth passing: " + seen);
             seen.remove("serfHealthPassing");
@@ -106,33 +103,5 @@ class CatalogClientsIT {
                 node.process().close();
             }
         }
-    }
-
-    record Run(int code, String output) {
-    }
-
-    private static Run run(Path dir, List<String> command, Duration timeout) throws Exception {
-        Process process;
-        try {
-            process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-        } catch (java.io.IOException e) {
-            return new Run(-1, e.getMessage());
-        }
-        java.io.ByteArrayOutputStream output = new java.io.ByteArrayOutputStream();
-        Thread reader = new Thread(() -> {
-            try {
-                process.getInputStream().transferTo(output);
-            } catch (java.io.IOException ignored) {
-                // the process ended
-            }
-        });
-        reader.start();
-        if (!process.waitFor(timeout.toSeconds(), TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            reader.join(5_000);
-            return new Run(-1, command + " did not end within " + timeout + ":\n" + output.toString(StandardCharsets.UTF_8));
-        }
-        reader.join(5_000);
-        return new Run(process.exitValue(), output.toString(StandardCharsets.UTF_8));
     }
 }
