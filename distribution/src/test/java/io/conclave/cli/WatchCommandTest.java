@@ -82,7 +82,7 @@ class WatchCommandTest {
     void when_the_handler_fails_then_the_watch_stops_with_exit_1_after_running_it_once(@org.junit.jupiter.api.io.TempDir java.nio.file.Path work)
             throws Exception {
         io.conclave.engine.raft.agent.Agent agent = io.conclave.engine.raft.agent.Agent.start(io.conclave.engine.raft.config.ConfigLoader.parse(
-                "{\"ports\": {\"http\": 0, \"server\": 0, \"serf_lan\": 0}}", true, "test"), null);
+                "{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0, \"serf_lan\": 0}}", true, "test"), null);
         try {
             String address = "-http-addr=127.0.0.1:" + agent.httpPort();
             AgentProcess.awaitCondition("the dev server leads", java.time.Duration.ofSeconds(20),
