@@ -5,7 +5,7 @@
 #
 # Builds nothing: it unpacks distribution/target/conclave-*.zip (run `mvn -B package -DskipTests` first) into a
 # temporary folder, starts 3 servers (5 with -servers 5) on 127.0.0.1 with gossip, each with its own data folder,
-# configuration and ports (HTTP N+500+i, server N+300+i, gossip N+400+i; N is -port-base, 18000 by default), waits
+# configuration and ports (HTTP N+500+i, server N+300+i, gossip N+400+i, DNS N+600+i; N is -port-base, 18000 by default), waits
 # for a leader, writes keys through one server, lists the members, exports, deletes and imports the keys, makes a
 # follower and then the leader leave, and prints before and after each the leader, the term and the elections each
 # server started. Then it stops every server it started, by its PID (with -keep it
@@ -112,7 +112,7 @@ while [ $i -lt "$servers" ]; do
   "client_addr": "127.0.0.1",
   "bootstrap_expect": $servers,
   "retry_join": [$join],
-  "ports": {"http": $((port_base + 500 + i)), "server": $((port_base + 300 + i)), "serf_lan": $((port_base + 400 + i))},
+  "ports": {"http": $((port_base + 500 + i)), "server": $((port_base + 300 + i)), "serf_lan": $((port_base + 400 + i)), "dns": $((port_base + 600 + i))},
   "leave_drain_time": "1s",
   "autopilot": {"server_stabilization_time": "2s"}
 }

@@ -13,6 +13,7 @@ module io.conclave.engine.raft {
     requires com.google.protobuf;
     requires org.slf4j;
     requires org.pcollections;
+    requires org.dnsjava;
     requires java.management;
     requires jdk.unsupported; // sun.misc.Signal: SIGHUP reloads the configuration, as Consul's agent does
     requires micrometer.core;

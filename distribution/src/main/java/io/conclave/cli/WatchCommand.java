@@ -1,5 +1,6 @@
 package io.conclave.cli;
 
+import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
@@ -22,7 +23,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code conclave watch -type key|keyprefix ... [HANDLER...]}: Consul's {@code consul watch}, on blocking queries. It
+ * {@code conclave watch -type key|keyprefix|services|nodes|service|checks ... [HANDLER...]}: Consul's {@code consul watch},
+ * on blocking queries. It
  * asks the agent for the watched data, then again from the answer's index, and each time the result differs from the
  * last one (Consul's plan: a new index with the same data is no change) it prints the result as JSON, or runs HANDLER
  * with the result on its standard input and {@code CONSUL_INDEX} in its environment, waiting for it before asking
@@ -30,10 +32,10 @@ import picocli.CommandLine.Parameters;
  * handler that fails stops the watch (exit 1); SIGINT or SIGTERM stop it cleanly (exit 0), stopping a running handler.
  *
  * <p>A watch type is a {@link WatchType}: the query it makes and how the agent's answer becomes Consul's result. The
- * catalog's types ({@code services}, {@code nodes}, {@code service}, {@code checks}) are refused with a message until
- * the service catalog exists; each will be one more {@code WatchType} (with its options, such as {@code -service}).
+ * catalog's types ({@code services}, {@code nodes}, {@code service}, {@code checks}) pass the agent's answer on, which
+ * is the JSON Consul's API client decodes.
  */
-@Command(name = "watch", description = "Watches a key or a key prefix by blocking queries: prints each new result as JSON, or runs HANDLER with it.",
+@Command(name = "watch", description = "Watches a key, a key prefix, the services, the nodes, a service or checks by blocking queries: prints each new result as JSON, or runs HANDLER with it.",
         footer = {"  conclave watch -type key -key app/config/color",
                 "  conclave watch -type keyprefix -prefix app/ ./reload-app.sh",
                 "  conclave watch -type keyprefix -prefix app/ 'jq -c . >> changes.log'"})
@@ -48,11 +50,8 @@ final class WatchCommand extends HttpCommand implements Callable<Integer> {
     /** On SIGINT, how long a running handler and the watch are given to stop before the process exits. */
     static final Duration STOP_GRACE = Duration.ofSeconds(5);
 
-    /** Consul's watch types that need the service catalog, which Conclave does not have yet. */
-    static final Set<String> CATALOG_TYPES = Set.of("services", "nodes", "service", "checks");
-
-    @Option(names = "-type", required = true, paramLabel = "TYPE", description = "What to watch: key or keyprefix (Consul's catalog"
-            + " types services, nodes, service and checks come with the service catalog).")
+    @Option(names = "-type", required = true, paramLabel = "TYPE", description = "What to watch: key, keyprefix, services, nodes,"
+            + " service or checks.")
     String type;
 
     @Option(names = "-key", paramLabel = "KEY", description = "The key to watch (type key).")
@@ -60,6 +59,21 @@ final class WatchCommand extends HttpCommand implements Callable<Integer> {
 
     @Option(names = "-prefix", paramLabel = "PREFIX", description = "The key prefix to watch (type keyprefix).")
     String prefix;
+
+    @Option(names = "-service", paramLabel = "SERVICE", description = "The service to watch (type service), or whose checks to watch"
+            + " (type checks).")
+    String service;
+
+    @Option(names = "-tag", paramLabel = "TAG", description = "Only instances with this tag (type service; repeat for several).")
+    List<String> tags;
+
+    @Option(names = "-passingonly", arity = "0..1", fallbackValue = "true", paramLabel = "BOOL",
+            description = "Only instances whose checks all pass (type service).")
+    Boolean passingOnly;
+
+    @Option(names = "-state", paramLabel = "STATE", description = "Only checks in this state: any, passing, warning, critical (type"
+            + " checks; not with -service).")
+    String state;
 
     @Option(names = "-stale", description = "Let any server answer from its own state, without asking the leader.")
     boolean stale;
@@ -148,11 +162,111 @@ final class WatchCommand extends HttpCommand implements Callable<Integer> {
         }
     };
 
+    /** A catalog type: the agent's answer is the result, as Consul's API client decodes it (the same JSON). */
+    abstract static class CatalogType implements WatchType {
+        @Override
+        public Set<String> options() {
+            return Set.of();
+        }
+
+        @Override
+        public void check(WatchCommand command) {
+        }
+
+        /** The query's path, without the consistency parameter. */
+        abstract String query(WatchCommand command);
+
+        @Override
+        public String path(WatchCommand command) {
+            String query = query(command);
+            return command.stale ? query + (query.contains("?") ? "&" : "?") + "stale" : query;
+        }
+
+        @Override
+        public Object result(int status, String body) {
+            return Json.decodeValue(body);
+        }
+    }
+
+    /** {@code services}: every service and its tags ({@code /v1/catalog/services}). */
+    static final WatchType SERVICES = new CatalogType() {
+        @Override
+        String query(WatchCommand command) {
+            return "/v1/catalog/services";
+        }
+    };
+
+    /** {@code nodes}: every node ({@code /v1/catalog/nodes}). */
+    static final WatchType NODES = new CatalogType() {
+        @Override
+        String query(WatchCommand command) {
+            return "/v1/catalog/nodes";
+        }
+    };
+
+    /** {@code service}: a service's instances with their checks ({@code /v1/health/service/:service}). */
+    static final WatchType SERVICE = new CatalogType() {
+        @Override
+        public Set<String> options() {
+            return Set.of("-service", "-tag", "-passingonly");
+        }
+
+        @Override
+        public void check(WatchCommand command) {
+            if (command.service == null || command.service.isEmpty()) {
+                throw new CommandLine.ParameterException(command.spec.commandLine(), "Must specify a single service to watch (-service)");
+            }
+        }
+
+        @Override
+        String query(WatchCommand command) {
+            StringBuilder query = new StringBuilder("/v1/health/service/").append(encoded(command.service));
+            List<String> parameters = new ArrayList<>();
+            if (command.tags != null) {
+                command.tags.forEach(tag -> parameters.add("tag=" + encoded(tag)));
+            }
+            if (Boolean.TRUE.equals(command.passingOnly)) {
+                parameters.add("passing");
+            }
+            return parameters.isEmpty() ? query.toString() : query.append('?').append(String.join("&", parameters)).toString();
+        }
+    };
+
+    /** {@code checks}: the checks of a service ({@code -service}), or in a state ({@code -state}, {@code any} by default). */
+    static final WatchType CHECKS = new CatalogType() {
+        @Override
+        public Set<String> options() {
+            return Set.of("-service", "-state");
+        }
+
+        @Override
+        public void check(WatchCommand command) {
+            if (command.service != null && command.state != null) {
+                throw new CommandLine.ParameterException(command.spec.commandLine(), "Cannot specify service and state");
+            }
+            if (command.state != null && !Set.of("any", "passing", "warning", "critical").contains(command.state)) {
+                throw new CommandLine.ParameterException(command.spec.commandLine(), "-state " + command.state
+                        + " is not a check state; the states: any, passing, warning, critical");
+            }
+        }
+
+        @Override
+        String query(WatchCommand command) {
+            return command.service != null ? "/v1/health/checks/" + encoded(command.service)
+                    : "/v1/health/state/" + (command.state == null ? "any" : command.state);
+        }
+    };
+
+    private static String encoded(String text) {
+        return java.net.URLEncoder.encode(text, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
     /** The watch types there are, by Consul's name. */
-    static final Map<String, WatchType> TYPES = new TreeMap<>(Map.of("key", KEY, "keyprefix", KEY_PREFIX));
+    static final Map<String, WatchType> TYPES = new TreeMap<>(Map.of("key", KEY, "keyprefix", KEY_PREFIX, "services", SERVICES,
+            "nodes", NODES, "service", SERVICE, "checks", CHECKS));
 
     /** The watch options that belong to a type (the others, -stale and -shell, apply to every type). */
-    private static final Set<String> TYPE_OPTIONS = Set.of("-key", "-prefix");
+    private static final Set<String> TYPE_OPTIONS = Set.of("-key", "-prefix", "-service", "-tag", "-passingonly", "-state");
 
     /** An entry of the agent's KV answer in Consul's {@code api.KVPair} shape and field order, as Consul's watch hands it on. */
     static JsonObject consulPair(JsonObject entry) {
@@ -165,10 +279,6 @@ final class WatchCommand extends HttpCommand implements Callable<Integer> {
 
     /** The type asked for, its options checked; bad usage otherwise. */
     WatchType watchType() {
-        if (CATALOG_TYPES.contains(type)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "-type " + type + " watches the service catalog, which this"
-                    + " version of Conclave does not have yet; the types it watches: " + String.join(", ", TYPES.keySet()));
-        }
         WatchType watchType = TYPES.get(type);
         if (watchType == null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "-type " + type + " is not a watch type; the types: "

@@ -39,7 +39,7 @@ class AclCommandTest {
 
     @BeforeAll
     static void startAgentAndBootstrap() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0, \"serf_lan\": 0}, \"acl\": {\"enabled\": true,"
+        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0, \"serf_lan\": 0}, \"acl\": {\"enabled\": true,"
                 + " \"default_policy\": \"deny\"}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
         Cli.Run[] last = {null};

@@ -35,7 +35,7 @@ class KvAndOperatorCommandsTest {
 
     @BeforeAll
     static void startAgent() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
+        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
         AgentProcess.awaitCondition("the dev agent takes a write", Duration.ofSeconds(20),
                 () -> Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success"));

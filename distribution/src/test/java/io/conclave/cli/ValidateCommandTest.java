@@ -53,9 +53,9 @@ class ValidateCommandTest {
 
     @Test
     void when_files_and_a_folder_are_given_then_they_merge_as_the_agent_merges_them(@TempDir Path work) throws Exception {
-        Path base = Files.writeString(work.resolve("base.json"), "{\"server\": true, \"data_dir\": \"/var/lib/conclave\", \"ports\": {\"http\": -1}}");
+        Path base = Files.writeString(work.resolve("base.json"), "{\"server\": true, \"data_dir\": \"/var/lib/conclave\", \"ports\": {\"dns\": -1, \"http\": -1}}");
         Path folder = Files.createDirectories(work.resolve("conf.d"));
-        Files.writeString(folder.resolve("10-tls.json"), "{\"ports\": {\"https\": 8501}, \"tls\": {\"defaults\": {\"cert_file\": \"/a.pem\","
+        Files.writeString(folder.resolve("10-tls.json"), "{\"ports\": {\"dns\": -1, \"https\": 8501}, \"tls\": {\"defaults\": {\"cert_file\": \"/a.pem\","
                 + " \"key_file\": \"/a-key.pem\"}}}");
         assertEquals(0, Cli.execute("validate", base.toString(), folder.toString()).exitCode(), "HTTPS from the folder makes http -1 valid");
         Cli.Run alone = Cli.execute("validate", base.toString());

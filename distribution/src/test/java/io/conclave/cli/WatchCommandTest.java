@@ -19,16 +19,36 @@ import org.junit.jupiter.api.Test;
 class WatchCommandTest {
 
     @Test
-    void when_a_catalog_type_is_asked_for_then_one_line_says_it_comes_with_the_service_catalog_exit_2() {
-        for (String type : List.of("services", "nodes", "service", "checks")) {
-            Cli.Run run = Cli.execute("watch", "-type", type, "-http-addr=127.0.0.1:1");
-            assertEquals(2, run.exitCode(), type);
-            assertTrue(run.err().startsWith("conclave: -type " + type + " watches the service catalog, which this version of Conclave"
-                    + " does not have yet; the types it watches: key, keyprefix\n"), run.err());
-        }
+    void the_catalog_types_ask_consuls_endpoints_and_an_unknown_type_says_which_there_are() {
+        assertEquals("/v1/catalog/services", path("-type", "services"));
+        assertEquals("/v1/catalog/nodes?stale", path("-type", "nodes", "-stale"));
+        assertEquals("/v1/health/service/web%20app?tag=v1&tag=blue&passing",
+                path("-type", "service", "-service", "web app", "-tag", "v1", "-tag", "blue", "-passingonly"));
+        assertEquals("/v1/health/checks/web", path("-type", "checks", "-service", "web"));
+        assertEquals("/v1/health/state/critical?stale", path("-type", "checks", "-state", "critical", "-stale"));
+        assertEquals("/v1/health/state/any", path("-type", "checks"));
         Cli.Run unknown = Cli.execute("watch", "-type", "event", "-http-addr=127.0.0.1:1");
         assertEquals(2, unknown.exitCode());
-        assertTrue(unknown.err().startsWith("conclave: -type event is not a watch type; the types: key, keyprefix"), unknown.err());
+        assertTrue(unknown.err().startsWith("conclave: -type event is not a watch type; the types: checks, key, keyprefix, nodes,"
+                + " service, services"), unknown.err());
+        Cli.Run noService = Cli.execute("watch", "-type", "service", "-http-addr=127.0.0.1:1");
+        assertTrue(noService.err().startsWith("conclave: Must specify a single service to watch (-service)"), noService.err());
+        Cli.Run both = Cli.execute("watch", "-type", "checks", "-service", "a", "-state", "any", "-http-addr=127.0.0.1:1");
+        assertTrue(both.err().startsWith("conclave: Cannot specify service and state"), both.err());
+        Cli.Run badState = Cli.execute("watch", "-type", "checks", "-state", "sick", "-http-addr=127.0.0.1:1");
+        assertTrue(badState.err().startsWith("conclave: -state sick is not a check state"), badState.err());
+        Cli.Run foreign = Cli.execute("watch", "-type", "nodes", "-service", "a", "-http-addr=127.0.0.1:1");
+        assertTrue(foreign.err().startsWith("conclave: -type nodes does not take -service"), foreign.err());
+        assertEquals(new io.vertx.core.json.JsonObject().put("web", new io.vertx.core.json.JsonArray().add("v1")),
+                WatchCommand.SERVICES.result(200, "{\"web\": [\"v1\"]}"), "the agent's answer is the result");
+    }
+
+    /** The path a watch with these arguments asks, its options checked as the command checks them. */
+    private static String path(String... args) {
+        WatchCommand command = new WatchCommand();
+        picocli.CommandLine line = new picocli.CommandLine(command);
+        line.parseArgs(args);
+        return command.watchType().path(command);
     }
 
     @Test
@@ -62,7 +82,7 @@ class WatchCommandTest {
     void when_the_handler_fails_then_the_watch_stops_with_exit_1_after_running_it_once(@org.junit.jupiter.api.io.TempDir java.nio.file.Path work)
             throws Exception {
         io.conclave.engine.raft.agent.Agent agent = io.conclave.engine.raft.agent.Agent.start(io.conclave.engine.raft.config.ConfigLoader.parse(
-                "{\"ports\": {\"http\": 0, \"server\": 0, \"serf_lan\": 0}}", true, "test"), null);
+                "{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0, \"serf_lan\": 0}}", true, "test"), null);
         try {
             String address = "-http-addr=127.0.0.1:" + agent.httpPort();
             AgentProcess.awaitCondition("the dev server leads", java.time.Duration.ofSeconds(20),

@@ -81,7 +81,7 @@ public final class GossipCluster {
         Files.writeString(config, "{\"server\": true, " + SecureMode.config() + extra + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
                 + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"300ms\", "
                 + "\"autopilot\": {\"server_stabilization_time\": \"1s\"}, "
-                + "\"retry_join\": " + addresses + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft
+                + "\"retry_join\": " + addresses + ", \"ports\": {\"dns\": -1, \"http\": " + http + ", \"server\": " + raft
                 + ", \"serf_lan\": " + serf + "}}");
         Node node = new Node(name, http, raft, serf, config, data);
         all.add(node);

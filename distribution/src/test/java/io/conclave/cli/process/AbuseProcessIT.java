@@ -47,7 +47,7 @@ class AbuseProcessIT {
     void when_clients_abuse_the_http_api_then_each_is_answered_the_agent_stays_up_and_the_store_is_unchanged() throws Exception {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": "
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": "
                 + port + ", \"server\": " + AgentProcess.freePort() + ", \"serf_lan\": 0}, \"limits\": {\"http_header_timeout\": \"2s\"}}");
         Path gcLog = work.resolve("gc.log");
         try (AgentProcess agent = AgentProcess.start(work, List.of("-Xlog:gc:file=" + gcLog), "agent", "-config-file", config.toString())) {

@@ -21,7 +21,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"node_name\": \"it-1\", \"data_dir\": \"" + work.resolve("data")
-                + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+                + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             JsonObject self = new JsonObject(agent.awaitGet(port, "/v1/agent/self"));
             assertEquals("it-1", self.getJsonObject("Config").getString("NodeName"));
@@ -71,8 +71,8 @@ class AgentProcessIT {
         Path data = work.resolve("data");
         Path first = work.resolve("first.json");
         Path second = work.resolve("second.json");
-        Files.writeString(first, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + firstPort + ", \"server\": 0}}");
-        Files.writeString(second, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + secondPort + ", \"server\": 0}}");
+        Files.writeString(first, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"dns\": -1, \"http\": " + firstPort + ", \"server\": 0}}");
+        Files.writeString(second, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"dns\": -1, \"http\": " + secondPort + ", \"server\": 0}}");
         try (AgentProcess holder = AgentProcess.start(work, "agent", "-config-file", first.toString())) {
             holder.awaitGet(firstPort, "/v1/agent/self");
             try (AgentProcess intruder = AgentProcess.start(work, "agent", "-config-file", second.toString())) {
@@ -90,7 +90,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path data = work.resolve("data");
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + data + "\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy();
@@ -117,7 +117,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Path emptyPlugins = Files.createDirectories(work.resolve("plugins"));
-        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
                 "-plugins-dir", emptyPlugins.toString())) {
             assertEquals(1, agent.awaitExit(Duration.ofSeconds(60)), agent.output());
@@ -151,7 +151,7 @@ class AgentProcessIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
-                + "\"log_level\": \"debug\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+                + "\"log_level\": \"debug\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             AgentProcess.awaitCondition("the HTTP request is logged at DEBUG", Duration.ofSeconds(30), () -> {
@@ -163,7 +163,7 @@ class AgentProcessIT {
             });
         }
         Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, "
-                + "\"log_level\": \"warn\", \"ports\": {\"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
+                + "\"log_level\": \"warn\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy(); // SIGTERM

@@ -82,7 +82,7 @@ class ClusterProcessIT {
             Path config = work.resolve("s" + i + ".json");
             Files.writeString(config, "{\"server\": true, " + SecureMode.config() + extraConfig + "\"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
                     + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"" + leaveDrainTime + "\", \"static_servers\": " + addresses
-                    + ", \"ports\": {\"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
+                    + ", \"ports\": {\"dns\": -1, \"http\": " + http + ", \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}}");
             String name = "s" + i;
             List<String> options = new ArrayList<>(jvmOptions);
             options.replaceAll(option -> option.replace("{name}", name));

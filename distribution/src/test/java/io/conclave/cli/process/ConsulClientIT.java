@@ -28,7 +28,7 @@ class ConsulClientIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"node_name\": \"consul-compat\", \"data_dir\": \"" + work.resolve("data")
-                + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+                + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             Consul consul = Consul.builder().withUrl("http://127.0.0.1:" + port).build();

@@ -45,7 +45,7 @@ class CustomPluginIT {
         try {
             for (int i = 0; i < 3; i++) {
                 Path config = Files.writeString(work.resolve("s" + i + ".json"), "{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \""
-                        + work.resolve("data-" + i) + "\", \"bootstrap_expect\": 3, \"ports\": {\"http\": " + http[i] + ", \"server\": "
+                        + work.resolve("data-" + i) + "\", \"bootstrap_expect\": 3, \"ports\": {\"dns\": -1, \"http\": " + http[i] + ", \"server\": "
                         + raft[i] + ", \"serf_lan\": " + AgentProcess.freePort() + "}, \"plugins\": {\"membership\": \"file\"},"
                         + " \"plugin_config\": {\"file\": {\"path\": \"" + servers + "\"}}}");
                 agents.add(AgentProcess.startFrom(home, work, List.of("-XX:TieredStopAtLevel=1"), "agent", "-config-file", config.toString()));

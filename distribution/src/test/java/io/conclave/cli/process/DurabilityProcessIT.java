@@ -56,7 +56,7 @@ class DurabilityProcessIT {
 
     private static Path writeConfig(Path folder, Path data, int port) throws IOException {
         Path config = folder.resolve("agent-" + port + ".json");
-        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + data + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + data + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": " + port
                 + ", \"server\": 0}}");
         return config;
     }

@@ -220,7 +220,7 @@ class FastFailoverProcessIT {
             }
             Path config = dir.resolve("config.json");
             Files.writeString(config, "{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \"" + dir.resolve("data") + "\", \"bootstrap_expect\": "
-                    + count + ", \"bind_addr\": \"" + hosts.address(i) + "\", \"client_addr\": \"" + hosts.address(i) + "\", \"ports\": {\"http\": "
+                    + count + ", \"bind_addr\": \"" + hosts.address(i) + "\", \"client_addr\": \"" + hosts.address(i) + "\", \"ports\": {\"dns\": -1, \"http\": "
                     + HTTP + ", \"server\": " + RAFT + ", \"serf_lan\": " + SERF + "}, \"retry_join\": " + join
                     + ", \"autopilot\": {\"cleanup_dead_servers\": false}}");
             servers.put(i, AgentProcess.startInside(hosts.namespace(i), dir, List.of(), "agent", "-config-file", config.toString()));

@@ -52,7 +52,7 @@ class GossipProcessIT {
             Path config = work.resolve(name + ".json");
             Files.writeString(config, "{\"server\": true, " + extraConfig + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \""
                     + work.resolve("data-" + name) + "\", \"bootstrap_expect\": " + expect + ", \"leave_drain_time\": \"200ms\", "
-                    + "\"retry_join\": " + joins + ", \"ports\": {\"http\": " + http + ", \"server\": " + raft
+                    + "\"retry_join\": " + joins + ", \"ports\": {\"dns\": -1, \"http\": " + http + ", \"server\": " + raft
                     + ", \"serf_lan\": " + serfPorts.get(index) + "}}");
             servers.add(new Server(name, AgentProcess.start(work, "agent", "-config-file", config.toString()), http,
                     serfPorts.get(index)));

@@ -123,7 +123,7 @@ class LauncherScriptIT {
         assertOneLine(run(work, Map.of("CONSUL_HTTP_ADDR", "127.0.0.1:" + closed), "sh", conclave, "kv", "get", "k"), 1,
                 "127.0.0.1:" + closed); // Consul's variable is honoured
 
-        Path bad = Files.writeString(work.resolve("bad.json"), "{\"server\": true, \"data_dir\": \"" + work + "\", \"ports\": {\"http\": \"eighty\"}}");
+        Path bad = Files.writeString(work.resolve("bad.json"), "{\"server\": true, \"data_dir\": \"" + work + "\", \"ports\": {\"dns\": -1, \"http\": \"eighty\"}}");
         assertOneLine(run(work, Map.of(), "sh", conclave, "agent", "-config-file", bad.toString()), 2, "ports.http");
         Path broken = Files.writeString(work.resolve("broken.json"), "{\"server\": true, \"data_dir\": ");
         assertOneLine(run(work, Map.of(), "sh", conclave, "agent", "-config-file", broken.toString()), 2, "broken.json is not valid JSON");

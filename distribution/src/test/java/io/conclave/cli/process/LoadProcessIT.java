@@ -267,7 +267,7 @@ class LoadProcessIT {
         String heap = System.getProperty("it.recurse.heap", "256m");
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
-        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": "
+        Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": "
                 + port + ", \"server\": " + AgentProcess.freePort() + ", \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, List.of("-Xmx" + heap, "-Dconclave.eventLoopLimitMillis=100"),
                 "agent", "-config-file", config.toString())) {

@@ -42,7 +42,7 @@ class LockCommandIT {
         int port = AgentProcess.freePort();
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"node_name\": \"locks\", \"data_dir\": \"" + work.resolve("data")
-                + "\", \"bootstrap_expect\": 1, \"ports\": {\"http\": " + port + ", \"server\": 0}}");
+                + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0}}");
         String address = "127.0.0.1:" + port;
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");

@@ -43,7 +43,7 @@ class ReloadMonitorProcessIT {
 
     private static String config(Path work, int http, String level, String agentToken, String rack) {
         return "{\"server\": true, \"node_name\": \"reloaded\", \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1,"
-                + " \"ports\": {\"http\": " + http + ", \"server\": 0, \"serf_lan\": 0}, \"log_level\": \"" + level + "\","
+                + " \"ports\": {\"dns\": -1, \"http\": " + http + ", \"server\": 0, \"serf_lan\": 0}, \"log_level\": \"" + level + "\","
                 + " \"node_meta\": {\"rack\": \"" + rack + "\"},"
                 + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT
                 + "\", \"agent\": \"" + agentToken + "\"}}}";

@@ -69,7 +69,7 @@ class TlsProcessIT {
     }
 
     private static String tls(Path certs, String cert, int https) {
-        return "{\"ports\": {\"https\": " + https + "}, \"tls\": {\"defaults\": {\"ca_file\": \"" + certs.resolve("conclave-agent-ca.pem")
+        return "{\"ports\": {\"dns\": -1, \"https\": " + https + "}, \"tls\": {\"defaults\": {\"ca_file\": \"" + certs.resolve("conclave-agent-ca.pem")
                 + "\", \"cert_file\": \"" + certs.resolve(cert + ".pem") + "\", \"key_file\": \"" + certs.resolve(cert + "-key.pem")
                 + "\", \"verify_incoming\": true, \"verify_outgoing\": true, \"verify_server_hostname\": true}}}";
     }

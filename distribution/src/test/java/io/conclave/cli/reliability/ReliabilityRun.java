@@ -273,7 +273,7 @@ final class ReliabilityRun {
         }
         String config = "{\"server\": true, " + SecureMode.config() + "\"node_name\": \"" + names[i] + "\", \"datacenter\": \"dc1\", \"data_dir\": \"" + dir.resolve("data")
                 + "\", \"bootstrap_expect\": " + serverCount + ", \"bind_addr\": \"" + address(i) + "\", \"client_addr\": \"" + address(i)
-                + "\", \"ports\": {\"http\": " + port(i, 18500) + ", \"server\": " + port(i, 18300) + ", \"serf_lan\": " + port(i, 18301)
+                + "\", \"ports\": {\"dns\": -1, \"http\": " + port(i, 18500) + ", \"server\": " + port(i, 18300) + ", \"serf_lan\": " + port(i, 18301)
                 + "}, \"retry_join\": " + join + ", \"leave_drain_time\": \"1s\", \"tombstone_ttl\": \"24h\", \"autopilot\": {\"cleanup_dead_servers\": false,"
                 + " \"server_stabilization_time\": \"2s\"}, \"log_level\": \"INFO\"}";
         Path file = dir.resolve(fresh ? "config-" + names[i] + ".json" : "config.json");

@@ -264,6 +264,11 @@ public final class Agent implements AutoCloseable {
         return assembly.httpPort();
     }
 
+    /** The DNS port (UDP and TCP), or -1 when DNS is off ({@code ports.dns} -1, or no catalog). */
+    public int dnsPort() {
+        return assembly.dnsPort();
+    }
+
     /** The HTTPS port, or -1 without one. */
     public int httpsPort() {
         return assembly.httpsPort();

@@ -53,6 +53,9 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.service.AutopilotService;
 import io.conclave.engine.raft.service.CatalogReconciler;
 import io.conclave.engine.raft.service.CatalogService;
+import io.conclave.engine.raft.service.ReadConsistency;
+import io.conclave.engine.raft.dns.DnsAnswers;
+import io.conclave.engine.raft.dns.DnsServer;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.LeaveCoordinator;
 import io.conclave.engine.raft.service.OperatorService;
@@ -150,6 +153,9 @@ final class AgentAssembly implements Assembly {
     private LocalAgent localAgent;
     private AntiEntropy antiEntropy;
     private int httpPort;
+    private DnsServer dns;
+    /** The DNS port, or -1 when DNS is off. */
+    private int dnsPort = -1;
     private int httpsPort = -1;
 
     AgentAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, boolean nodeIdStored,
@@ -174,6 +180,7 @@ final class AgentAssembly implements Assembly {
         startAutopilot();
         httpPort = await(startHttp());
         httpReady = true;
+        dnsPort = await(startDns());
         LOG.info("agent started: node {} ({}), datacenter {}, HTTP on {}:{}, plugins: {}", config.nodeName(), identity.nodeId(),
                 config.datacenter(), config.clientAddr(), httpPort, activeNames());
     }
@@ -478,7 +485,7 @@ final class AgentAssembly implements Assembly {
         return (int) membership.members().stream().filter(member -> member.status() == MemberStatus.ALIVE).count();
     }
 
-    /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes. */
+    /** The counters beyond the core's: membership's, the ACL gate's, the server port's TLS, late visible writes, DNS's. */
     private Map<String, Long> providerCounters() {
         Map<String, Long> counters = new LinkedHashMap<>(membership.counters());
         if (aclApi != null) {
@@ -489,6 +496,9 @@ final class AgentAssembly implements Assembly {
             counters.put("tls.internal_rpc.handshake.refused", transport.refusedHandshakes());
         }
         counters.put("http.write.answered_before_visible", kv.raft().writesAnsweredBeforeVisible());
+        if (dns != null) {
+            counters.putAll(dns.counters());
+        }
         return counters;
     }
 
@@ -576,6 +586,62 @@ final class AgentAssembly implements Assembly {
                     ? "clients must present a certificate the CA signed" : "any client: verify_incoming is off");
             return port;
         }));
+    }
+
+    /**
+     * Consul's DNS interface ({@code ports.dns}; -1: none), answering from this server's catalog: its own state when
+     * {@code dns_config.allow_stale} (a linearizable read once it has not heard from a leader within {@code max_stale}),
+     * else a linearizable read.
+     */
+    private Future<Integer> startDns() {
+        ConclaveConfig.Dns settings = config.dns();
+        if (config.ports().dns() < 0 || catalog == null || !catalog.available()) {
+            return Future.succeededFuture(-1);
+        }
+        ReadConsistency consistency = settings.allowStale() ? new ReadConsistency(true, Optional.of(settings.maxStale()))
+                : ReadConsistency.LINEARIZABLE;
+        ConclaveConfig.Soa soa = settings.soa();
+        DnsAnswers.Settings answers = DnsAnswers.Settings.of(settings.domain(), settings.altDomain(), config.datacenter(), settings.nodeTtl(),
+                settings.serviceTtl(), settings.aRecordLimit(), settings.onlyPassing(), settings.nodeMetaTxt(), soa.refresh(), soa.retry(),
+                soa.expire(), soa.minTtl());
+        dns = new DnsServer(vertx, settings.address(), config.ports().dns(), answers, settings.udpAnswerLimit(), settings.enableTruncate(),
+                settings.recursors(), settings.recursorTimeout(), settings.sourceRateLimit(), () -> catalog.read(consistency),
+                this::dnsAccess);
+        return dns.start().map(v -> {
+            LOG.info("DNS on {}:{} (UDP and TCP), domain {}{}", settings.address(), dns.port(), settings.domain(),
+                    settings.altDomain().map(alt -> " and " + alt).orElse(""));
+            return dns.port();
+        });
+    }
+
+    /** What DNS answers may name: everything without ACLs; with them, what the anonymous token may read. */
+    private DnsAnswers.Access dnsAccess() {
+        if (aclStore == null) {
+            return DnsAnswers.Access.ALL;
+        }
+        io.conclave.engine.raft.acl.Authorizer anonymous = aclStore.resolve("").orElseThrow(); // the anonymous token always resolves
+        return new DnsAnswers.Access() {
+            @Override
+            public boolean nodeRead(String node) {
+                return anonymous.nodeRead(node);
+            }
+
+            @Override
+            public boolean serviceRead(String service) {
+                return anonymous.serviceRead(service);
+            }
+        };
+    }
+
+    /** The DNS port, or -1 when DNS is off. */
+    @Override
+    public int dnsPort() {
+        return dnsPort;
+    }
+
+    /** The DNS server's counters (empty when DNS is off). */
+    Map<String, Long> dnsCounters() {
+        return dns == null ? Map.of() : dns.counters();
     }
 
     /** The active provider of every SPI the engine called ({@code /v1/agent/self}'s {@code Plugins}). */
@@ -675,6 +741,9 @@ final class AgentAssembly implements Assembly {
      */
     @Override
     public void close() {
+        if (dns != null) {
+            await(dns.stop());
+        }
         await(http.close());
         if (antiEntropy != null) {
             antiEntropy.stop();

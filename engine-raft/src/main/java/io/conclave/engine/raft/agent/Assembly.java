@@ -42,6 +42,9 @@ interface Assembly {
 
     int httpPort();
 
+    /** The DNS port, or -1 without one. */
+    int dnsPort();
+
     /** The HTTPS port, or -1 without one. */
     int httpsPort();
 

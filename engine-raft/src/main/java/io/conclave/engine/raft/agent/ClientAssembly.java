@@ -294,6 +294,11 @@ final class ClientAssembly implements Assembly {
     }
 
     @Override
+    public int dnsPort() {
+        return -1; // a client agent serves no DNS yet: the servers do (ports.dns)
+    }
+
+    @Override
     public HttpApi http() {
         return http;
     }

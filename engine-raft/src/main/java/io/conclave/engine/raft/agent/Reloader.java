@@ -127,7 +127,7 @@ final class Reloader {
                 running.staticServers(), running.leaveDrainTime(), running.leaveOnTerminate(), running.leaveTimeout(),
                 running.tombstoneTtl(), running.sessionTtlMin(), running.raft(), running.autopilot(), limits, running.gossipLan(),
                 running.encrypt(), running.nodeMeta(), running.plugins(), running.pluginConfig(), running.pluginsDir(),
-                next.logLevel(), running.tls(), acl, running.log(), running.services(), running.checks());
+                next.logLevel(), running.tls(), acl, running.log(), running.services(), running.checks(), running.dns());
     }
 
     private static Object value(RecordComponent component, ConclaveConfig config) {

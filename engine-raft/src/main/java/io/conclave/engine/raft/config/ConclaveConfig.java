@@ -54,12 +54,14 @@ public record ConclaveConfig(
         Acl acl,
         Log log,
         List<io.conclave.engine.raft.local.Definitions.Registration> services,
-        List<io.conclave.engine.raft.local.CheckDefinition> checks) {
+        List<io.conclave.engine.raft.local.CheckDefinition> checks,
+        Dns dns) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
         java.util.Objects.requireNonNull(encrypt, "encrypt");
         java.util.Objects.requireNonNull(log, "log");
+        java.util.Objects.requireNonNull(dns, "dns");
         retryJoin = List.copyOf(retryJoin);
         staticServers = List.copyOf(staticServers);
         nodeMeta = Map.copyOf(nodeMeta);
@@ -92,8 +94,50 @@ public record ConclaveConfig(
     public record Log(boolean json, Optional<Path> file, long rotateBytes, Duration rotateDuration, int rotateMaxFiles) {
     }
 
-    /** {@code ports}: 0 picks a free port; {@code https} -1 (the default) opens no HTTPS listener. */
-    public record Ports(int http, int server, int serfLan, int https) {
+    /**
+     * Consul's DNS interface ({@code ports.dns}, {@code addresses.dns}, {@code domain}, {@code alt_domain},
+     * {@code recursors}, {@code dns_config}).
+     *
+     * @param address         where it listens: {@code addresses.dns}, else {@code client_addr}
+     * @param domain          the domain answered, without the final dot ({@code domain}, also the TLS names' last part)
+     * @param altDomain       a second domain answered ({@code alt_domain}); {@code consul} unless {@code domain} is
+     *                        {@code consul}, so that names a Consul user's applications resolve keep resolving
+     * @param allowStale      whether any server answers from its own state ({@code dns_config.allow_stale})
+     * @param maxStale        how far behind the leader such an answer may be before the leader is asked
+     * @param nodeTtl         the TTL of node records ({@code dns_config.node_ttl})
+     * @param serviceTtl      service TTLs by name, or by prefix ending in {@code *} ({@code dns_config.service_ttl})
+     * @param udpAnswerLimit  the most answers of a UDP answer without EDNS0 ({@code dns_config.udp_answer_limit})
+     * @param aRecordLimit    the most A/AAAA records of an answer, 0 for no limit ({@code dns_config.a_record_limit})
+     * @param enableTruncate  whether a cut UDP answer sets the TC bit ({@code dns_config.enable_truncate})
+     * @param onlyPassing     whether instances with a warning are left out too ({@code dns_config.only_passing})
+     * @param nodeMetaTxt     whether SRV answers carry the nodes' metadata as TXT records in the additional section
+     *                        ({@code dns_config.enable_additional_node_meta_txt})
+     * @param soa             the SOA record's timers ({@code dns_config.soa})
+     * @param recursors       the only servers a query outside the domains is forwarded to ({@code recursors}); none:
+     *                        such a query is refused
+     * @param recursorTimeout how long a recursor may take ({@code dns_config.recursor_timeout})
+     * @param sourceRateLimit queries a second one source address may send, 0 for no limit (Conclave's
+     *                        {@code dns_config.source_rate_limit}); past it, queries are dropped and counted
+     */
+    public record Dns(String address, String domain, Optional<String> altDomain, boolean allowStale, Duration maxStale, Duration nodeTtl,
+                      Map<String, Duration> serviceTtl, int udpAnswerLimit, int aRecordLimit, boolean enableTruncate, boolean onlyPassing,
+                      boolean nodeMetaTxt, Soa soa, List<String> recursors, Duration recursorTimeout, int sourceRateLimit) {
+        public Dns {
+            serviceTtl = Map.copyOf(serviceTtl);
+            recursors = List.copyOf(recursors);
+        }
+    }
+
+    /** {@code dns_config.soa}, in seconds: Consul's {@code refresh}, {@code retry}, {@code expire} and {@code min_ttl}. */
+    public record Soa(long refresh, long retry, long expire, long minTtl) {
+        public static final Soa DEFAULT = new Soa(3600, 600, 86400, 0);
+    }
+
+    /**
+     * {@code ports}: 0 picks a free port; {@code https} -1 (the default) opens no HTTPS listener; {@code dns} (8600 by
+     * default, UDP and TCP) -1 opens no DNS listener.
+     */
+    public record Ports(int http, int server, int serfLan, int https, int dns) {
     }
 
     /**
@@ -164,7 +208,7 @@ public record ConclaveConfig(
                 + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
-                + ", log=" + log + ", services=" + services.size() + ", checks=" + checks.size() + "]";
+                + ", log=" + log + ", services=" + services.size() + ", checks=" + checks.size() + ", dns=" + dns + "]";
     }
 
     /** The configuration section of provider {@code name}: {@code plugin_config.<name>}, or an empty object. */

@@ -331,11 +331,12 @@ public final class ConfigLoader {
         ConclaveConfig.Log log = readLog(json);
         List<io.conclave.engine.raft.local.Definitions.Registration> services = readServices(json);
         List<io.conclave.engine.raft.local.CheckDefinition> checks = readChecks(json);
+        ConclaveConfig.Dns dns = readDns(json, clientAddr, domain);
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, server, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log, services, checks);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log, services, checks, dns);
     }
 
     /** At most this many services or checks in the configuration: an agent holds tens, not thousands. */
@@ -537,6 +538,7 @@ public final class ConfigLoader {
         int server = (int) json.integer("server", DEFAULT_SERVER_PORT, 0, 65535);
         int serfLan = (int) json.integer("serf_lan", DEFAULT_SERF_LAN_PORT, 0, 65535);
         int https = (int) json.integer("https", -1, -1, 65535); // -1: no HTTPS listener (Consul's default)
+        int dns = (int) json.integer("dns", DEFAULT_DNS_PORT, -1, 65535); // -1: no DNS listener (Consul's)
         json.finish();
         if (http < 0 && https < 0) {
             throw new ConfigException("ports.http", "value -1 turns plain HTTP off, and ports.https is " + (json.has("https") ? "-1" : "not set")
@@ -551,7 +553,101 @@ public final class ConfigLoader {
         if (server != 0 && server == serfLan) {
             throw new ConfigException("ports.server", "value " + server + " is also ports.serf_lan: each port must differ (or be 0)");
         }
-        return new ConclaveConfig.Ports(http, server, serfLan, https);
+        if (dns > 0 && (dns == http || dns == server || dns == serfLan || dns == https)) {
+            throw new ConfigException("ports.dns", "value " + dns + " is also used by another port: each port must differ (or be 0)");
+        }
+        return new ConclaveConfig.Ports(http, server, serfLan, https, dns);
+    }
+
+    /** Consul's DNS port. */
+    public static final int DEFAULT_DNS_PORT = 8600;
+    /** The most {@code recursors}, and {@code dns_config.service_ttl} entries. */
+    private static final int MAX_RECURSORS = 8;
+    private static final int MAX_SERVICE_TTLS = 1024;
+    /** Consul caps {@code udp_answer_limit} at 8: more A records than that hardly fit in 512 bytes. */
+    public static final int MAX_UDP_ANSWER_LIMIT = 8;
+    /** {@code dns_config.source_rate_limit}'s default: queries a second from one address before the rest are dropped. */
+    public static final int DEFAULT_DNS_SOURCE_RATE_LIMIT = 0; // off, as Consul has none: a local resolver may forward a whole host's queries
+    private static final Pattern SERVICE_TTL_KEY = Pattern.compile("[A-Za-z0-9_.-]{0,512}\\*?");
+    private static final Pattern IPV4 = Pattern.compile("((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)");
+    private static final Pattern IPV6_CHARACTERS = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
+
+    /**
+     * {@code addresses.dns}, {@code alt_domain}, {@code recursors} and {@code dns_config}, with Consul's defaults: stale
+     * answers allowed (for 10 years), TTLs 0, {@code udp_answer_limit} 3, no truncation bit, warnings count as
+     * passing, node metadata as TXT in SRV answers, SOA 3600/600/86400/0.
+     */
+    private static ConclaveConfig.Dns readDns(JsonReader json, String clientAddr, String domain) {
+        JsonReader addresses = json.object("addresses");
+        String address = addresses.string("dns", clientAddr);
+        checkAddress(addresses.path("dns"), address);
+        addresses.finish();
+        String alt = json.string("alt_domain", domain.equals("consul") ? "" : "consul");
+        if (alt.endsWith(".")) {
+            alt = alt.substring(0, alt.length() - 1);
+        }
+        if (!alt.isEmpty()) {
+            check(DOMAIN.matcher(alt).matches(), json.path("alt_domain"), alt, "a DNS name: labels of letters, digits and '-', joined by '.'");
+        }
+        List<String> recursors = json.strings("recursors", MAX_RECURSORS);
+        for (int i = 0; i < recursors.size(); i++) {
+            String recursor = recursors.get(i);
+            int colon = recursor.lastIndexOf(':');
+            boolean hasPort = colon > 0 && (recursor.startsWith("[") ? recursor.indexOf(']') < colon : recursor.indexOf(':') == colon);
+            String host = hasPort ? recursor.substring(0, colon) : recursor;
+            host = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+            boolean ip = isIpLiteral(host);
+            boolean port = !hasPort || recursor.substring(colon + 1).matches("\\d{1,5}") && Integer.parseInt(recursor.substring(colon + 1)) >= 1
+                    && Integer.parseInt(recursor.substring(colon + 1)) <= 65535;
+            check(ip && port, json.path("recursors") + "[" + i + "]", recursor, "an IP address, optionally with :port (53 if none)");
+        }
+        JsonReader dns = json.object("dns_config");
+        boolean allowStale = dns.bool("allow_stale", true);
+        Duration maxStale = dns.duration("max_stale", Duration.ofHours(87_600), Duration.ZERO, Duration.ofHours(876_000));
+        Duration nodeTtl = dns.duration("node_ttl", Duration.ZERO, Duration.ZERO, Duration.ofDays(7));
+        JsonReader ttls = dns.object("service_ttl");
+        if (ttls.keys().size() > MAX_SERVICE_TTLS) {
+            throw new ConfigException(dns.path("service_ttl"), "has " + ttls.keys().size() + " entries: at most " + MAX_SERVICE_TTLS + " are allowed");
+        }
+        Map<String, Duration> serviceTtl = new java.util.TreeMap<>();
+        for (String name : List.copyOf(ttls.keys())) {
+            check(SERVICE_TTL_KEY.matcher(name).matches(), dns.path("service_ttl"), name,
+                    "a service name, or a prefix ending in '*' ('*' alone: every service)");
+            serviceTtl.put(name, ttls.duration(name, Duration.ZERO, Duration.ZERO, Duration.ofDays(7)));
+        }
+        int udpAnswerLimit = (int) dns.integer("udp_answer_limit", 3, 1, MAX_UDP_ANSWER_LIMIT);
+        int aRecordLimit = (int) dns.integer("a_record_limit", 0, 0, 65_535);
+        boolean enableTruncate = dns.bool("enable_truncate", false);
+        boolean onlyPassing = dns.bool("only_passing", false);
+        boolean nodeMetaTxt = dns.bool("enable_additional_node_meta_txt", true);
+        JsonReader soaJson = dns.object("soa");
+        ConclaveConfig.Soa soa = new ConclaveConfig.Soa(
+                soaJson.integer("refresh", ConclaveConfig.Soa.DEFAULT.refresh(), 0, 0xFFFF_FFFFL),
+                soaJson.integer("retry", ConclaveConfig.Soa.DEFAULT.retry(), 0, 0xFFFF_FFFFL),
+                soaJson.integer("expire", ConclaveConfig.Soa.DEFAULT.expire(), 0, 0xFFFF_FFFFL),
+                soaJson.integer("min_ttl", ConclaveConfig.Soa.DEFAULT.minTtl(), 0, 0xFFFF_FFFFL));
+        soaJson.finish();
+        Duration recursorTimeout = dns.duration("recursor_timeout", Duration.ofSeconds(2), Duration.ofMillis(10), Duration.ofMinutes(1));
+        int sourceRateLimit = (int) dns.integer("source_rate_limit", DEFAULT_DNS_SOURCE_RATE_LIMIT, 0, 10_000_000);
+        dns.finish();
+        return new ConclaveConfig.Dns(address, domain, alt.isEmpty() ? Optional.empty() : Optional.of(alt), allowStale, maxStale, nodeTtl,
+                serviceTtl, udpAnswerLimit, aRecordLimit, enableTruncate, onlyPassing, nodeMetaTxt, soa, recursors, recursorTimeout,
+                sourceRateLimit);
+    }
+
+    /** Whether {@code host} is an IPv4 address in dotted quads or an IPv6 address (never looked up: no name is taken). */
+    public static boolean isIpLiteral(String host) {
+        if (IPV4.matcher(host).matches()) {
+            return true;
+        }
+        if (!host.contains(":") || !IPV6_CHARACTERS.matcher(host).matches()) {
+            return false;
+        }
+        try {
+            return InetAddress.getByName(host) instanceof java.net.Inet6Address; // with a ':', only a literal is parsed, never a lookup
+        } catch (UnknownHostException e) {
+            return false;
+        }
     }
 
     private static ConclaveConfig.Raft readRaft(JsonReader json) {

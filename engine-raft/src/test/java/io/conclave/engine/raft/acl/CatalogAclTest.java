@@ -29,7 +29,7 @@ class CatalogAclTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
                 + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
         for (String[] instance : new String[][] {{"node-a", "web"}, {"node-b", "db"}}) {
             HttpResponse<String> registered = call("PUT", "/v1/catalog/register", new JsonObject().put("Node", instance[0])

@@ -33,7 +33,7 @@ class AgentTest {
 
     @Test
     void when_agent_starts_then_it_reports_itself_and_its_plugins(@TempDir Path dataDir) throws Exception {
-        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_name\": \"alpha\", \"datacenter\": \"east\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             Response self = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/self");
             assertEquals(200, self.status());
@@ -74,7 +74,7 @@ class AgentTest {
 
     @Test
     void when_agent_restarts_then_node_id_is_kept(@TempDir Path dataDir) {
-        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}";
         String first;
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             first = agent.nodeId();
@@ -86,7 +86,7 @@ class AgentTest {
 
     @Test
     void when_configured_node_id_differs_from_stored_one_then_start_fails(@TempDir Path dataDir) throws Exception {
-        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), null)) {
             assertFalse(agent.nodeId().isEmpty());
         }
@@ -101,7 +101,7 @@ class AgentTest {
     @Test
     void when_dev_then_agent_runs_without_a_file_and_removes_its_temporary_data() {
         Path dataDir;
-        String json = "{\"ports\": {\"http\": 0, \"server\": 0}}";
+        String json = "{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, true, "test"), null)) {
             dataDir = agent.dataDir();
             assertTrue(Files.isDirectory(dataDir));
@@ -113,7 +113,7 @@ class AgentTest {
     @CsvSource(delimiter = '|', value = {
             "malformed JSON|{\"ports\": |not valid JSON",
             "unknown key|{\"data_dir\": \"DATA\", \"bootstrap\": 3}|bootstrap: unknown key",
-            "wrong type|{\"data_dir\": \"DATA\", \"ports\": {\"http\": \"80\"}}|ports.http: value \"80\" has the wrong type",
+            "wrong type|{\"data_dir\": \"DATA\", \"ports\": {\"dns\": -1, \"http\": \"80\"}}|ports.http: value \"80\" has the wrong type",
             "out of range|{\"data_dir\": \"DATA\", \"raft\": {\"snapshot_threshold\": 1}}|raft.snapshot_threshold: value 1 is out of range",
             "unknown provider|{\"data_dir\": \"DATA\", \"plugins\": {\"membership\": \"gossip\"}}|plugins.membership: no membership provider is named 'gossip'",
     })

@@ -33,7 +33,7 @@ class AntiEntropyAgentTest {
 
     @BeforeEach
     void start() {
-        agent = Agent.start(ConfigLoader.parse("{\"node_name\": \"n1\", \"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
+        agent = Agent.start(ConfigLoader.parse("{\"node_name\": \"n1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", true, "test"), null);
     }
 
     @AfterEach

@@ -33,7 +33,7 @@ class BlockingQueryTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}, \"tombstone_ttl\": \"1s\"}", null);
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"tombstone_ttl\": \"1s\"}", null);
         client = AgentHttp.newClient();
     }
 

@@ -33,7 +33,7 @@ class CatalogApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"http\": 0, \"server\": 0}}", null);
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", null);
     }
 
     @AfterAll

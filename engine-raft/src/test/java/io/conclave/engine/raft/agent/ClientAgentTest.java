@@ -52,11 +52,11 @@ class ClientAgentTest {
         String acl = "\"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}";
         for (int i = 0; i < 3; i++) {
             servers.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \""
-                    + work.resolve("data" + i) + "\", \"bootstrap_expect\": 3, \"static_servers\": " + list + ", \"ports\": {\"http\": 0,"
+                    + work.resolve("data" + i) + "\", \"bootstrap_expect\": 3, \"static_servers\": " + list + ", \"ports\": {\"dns\": -1, \"http\": 0,"
                     + " \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}, " + acl + "}", false, "test"), null));
         }
         client = Agent.start(ConfigLoader.parse("{\"node_name\": \"c1\", \"data_dir\": \"" + work.resolve("client") + "\", \"static_servers\": "
-                + list + ", \"ports\": {\"http\": 0, \"serf_lan\": 0}, " + acl + "}", false, "test"), null);
+                + list + ", \"ports\": {\"dns\": -1, \"http\": 0, \"serf_lan\": 0}, " + acl + "}", false, "test"), null);
         http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
         Await.until("the cluster takes a write through the client", () -> {
             try {

@@ -28,7 +28,7 @@ class HttpLimitsTest {
     private final List<Socket> sockets = new ArrayList<>();
 
     private Agent start(String limits) throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"limits\": " + limits + "}", true, "test"), null);
+        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"limits\": " + limits + "}", true, "test"), null);
         Await.until("the single server leads", () -> {
             try (Socket socket = open()) {
                 return statusOf(socket, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n") == 200;

@@ -28,7 +28,7 @@ class KvApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}}");
+        agent = DevAgent.startLeading("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}");
         client = AgentHttp.newClient();
     }
 

@@ -41,7 +41,7 @@ class LargeReadTest {
     static void start() throws Exception {
         String previous = System.setProperty(Agent.EVENT_LOOP_LIMIT_PROPERTY, "100");
         try {
-            agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}}");
+            agent = DevAgent.startLeading("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}");
         } finally {
             if (previous == null) {
                 System.clearProperty(Agent.EVENT_LOOP_LIMIT_PROPERTY);

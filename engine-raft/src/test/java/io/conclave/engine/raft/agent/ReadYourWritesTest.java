@@ -43,7 +43,7 @@ class ReadYourWritesTest {
         String servers = new JsonArray(raftPorts.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
         for (int i = 0; i < 3; i++) {
             agents.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
-                    + "\", \"bootstrap_expect\": 3, \"static_servers\": " + servers + ", \"ports\": {\"http\": 0, \"server\": "
+                    + "\", \"bootstrap_expect\": 3, \"static_servers\": " + servers + ", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": "
                     + raftPorts.get(i) + ", \"serf_lan\": 0}, \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
                     + " \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}}", false, "test"), null));
         }

@@ -24,7 +24,7 @@ class SessionApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"node_name\": \"n1\", \"ports\": {\"http\": 0, \"server\": 0}, \"session_ttl_min\": \"200ms\"}",
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"n1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"session_ttl_min\": \"200ms\"}",
                 null);
     }
 

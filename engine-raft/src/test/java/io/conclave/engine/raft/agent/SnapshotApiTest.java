@@ -44,7 +44,7 @@ class SnapshotApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}, \"limits\": {\"http_max_snapshot_bytes\": "
+        agent = DevAgent.startLeading("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"limits\": {\"http_max_snapshot_bytes\": "
                 + LIMIT + ", \"http_header_timeout\": \"2s\"}}");
         client = AgentHttp.newClient();
     }

@@ -37,7 +37,7 @@ class StateBindingTest {
 
     private Path config(String extra) throws Exception {
         Path file = work.resolve("config-" + System.nanoTime() + ".json");
-        Files.writeString(file, "{\"server\": true, \"data_dir\": \"" + dataDir() + "\", \"ports\": {\"http\": 0, \"server\": 0}, \"bootstrap_expect\": 1"
+        Files.writeString(file, "{\"server\": true, \"data_dir\": \"" + dataDir() + "\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"bootstrap_expect\": 1"
                 + extra + "}");
         return file;
     }

@@ -73,7 +73,7 @@ class StateMachinePluginTest {
         PluginJarBuilder.build(work, plugins.resolve("register.jar"), PluginJarBuilder.testModulePath(), registerPlugin());
         Path dataDir = work.resolve("data");
         String json = "{\"server\": true, \"data_dir\": \"" + dataDir + "\", \"node_name\": \"solo\", \"bootstrap_expect\": 1,"
-                + " \"ports\": {\"http\": 0, \"server\": 0}}";
+                + " \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}";
         try (Agent agent = Agent.start(ConfigLoader.parse(json, false, "test"), plugins)) {
             int port = agent.httpPort();
             JsonObject self = new JsonObject(call(port, "GET", "/v1/agent/self").body());

@@ -31,7 +31,7 @@ class TxnApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}}", null);
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", null);
     }
 
     @AfterAll

@@ -35,7 +35,7 @@ class Uint64ApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}}", null);
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", null);
     }
 
     @AfterAll

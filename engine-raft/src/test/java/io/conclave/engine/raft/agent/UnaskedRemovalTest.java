@@ -51,7 +51,7 @@ class UnaskedRemovalTest {
         try {
             for (int i = 0; i < 3; i++) {
                 String json = "{\"server\": true, \"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\", \"bootstrap_expect\": 3, "
-                        + "\"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], \"ports\": {\"http\": 0, \"server\": "
+                        + "\"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], \"ports\": {\"dns\": -1, \"http\": 0, \"server\": "
                         + raftPorts.get(i) + "}}";
                 agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
             }

@@ -36,7 +36,7 @@ class BlockingQueryBenchmark {
 
     @Test
     void idle_watchers_cost_and_wake_up_latency() throws Exception {
-        Agent agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"log_level\": \"WARN\"}", true, "bench"), null);
+        Agent agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"log_level\": \"WARN\"}", true, "bench"), null);
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10)).build();
         String base = "http://127.0.0.1:" + agent.httpPort();
         // the watchers: a Vert.x client in a Vert.x of its own (the JDK's parses 100 answers at once on one thread,

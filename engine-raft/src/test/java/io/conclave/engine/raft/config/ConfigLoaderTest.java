@@ -535,4 +535,38 @@ class ConfigLoaderTest {
         assertEquals(key, error.key(), error.getMessage());
         assertTrue(error.getMessage().contains(part), error.getMessage());
     }
+
+    @Test
+    void dns_settings_take_consuls_defaults_and_bad_values_are_refused_naming_their_key() {
+        ConclaveConfig config = ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json");
+        assertEquals(8600, config.ports().dns());
+        ConclaveConfig.Dns dns = config.dns();
+        assertEquals("conclave", dns.domain());
+        assertEquals(java.util.Optional.of("consul"), dns.altDomain(), "a Consul user's names keep resolving");
+        assertEquals("127.0.0.1", dns.address());
+        assertTrue(dns.allowStale());
+        assertEquals(3, dns.udpAnswerLimit());
+        assertEquals(ConclaveConfig.Soa.DEFAULT, dns.soa());
+        ConclaveConfig consul = ConfigLoader.parse("{\"data_dir\": \"/x\", \"domain\": \"consul\", \"ports\": {\"dns\": -1},"
+                + " \"addresses\": {\"dns\": \"127.0.0.2\"}, \"recursors\": [\"127.0.0.53\", \"[::1]:5353\"],"
+                + " \"dns_config\": {\"service_ttl\": {\"web*\": \"5s\"}, \"soa\": {\"min_ttl\": 30}, \"only_passing\": true}}",
+                false, "test.json");
+        assertEquals(-1, consul.ports().dns());
+        assertEquals(java.util.Optional.empty(), consul.dns().altDomain());
+        assertEquals("127.0.0.2", consul.dns().address());
+        assertEquals(java.util.List.of("127.0.0.53", "[::1]:5353"), consul.dns().recursors());
+        assertEquals(java.time.Duration.ofSeconds(5), consul.dns().serviceTtl().get("web*"));
+        assertEquals(30, consul.dns().soa().minTtl());
+        assertTrue(consul.dns().onlyPassing());
+
+        assertEquals("recursors[0]", rejected("{\"data_dir\": \"/x\", \"recursors\": [\"dns.example.org\"]}").key(),
+                "a name would be looked up: only addresses");
+        assertEquals("recursors[1]", rejected("{\"data_dir\": \"/x\", \"recursors\": [\"1.1.1.1\", \"1.1.1.1:70000\"]}").key());
+        assertEquals("dns_config.udp_answer_limit", rejected("{\"data_dir\": \"/x\", \"dns_config\": {\"udp_answer_limit\": 9}}").key());
+        assertEquals("dns_config.service_ttl", rejected("{\"data_dir\": \"/x\", \"dns_config\": {\"service_ttl\": {\"a b\": \"1s\"}}}").key());
+        assertEquals("dns_config.soa.refresh", rejected("{\"data_dir\": \"/x\", \"dns_config\": {\"soa\": {\"refresh\": -1}}}").key());
+        assertEquals("ports.dns", rejected("{\"data_dir\": \"/x\", \"ports\": {\"dns\": 8500}}").key(), "the HTTP port");
+        assertEquals("addresses.dns", rejected("{\"data_dir\": \"/x\", \"addresses\": {\"dns\": \"a b\"}}").key());
+        assertTrue(rejected("{\"data_dir\": \"/x\", \"dns_config\": {\"no_such\": 1}}").getMessage().contains("no_such"));
+    }
 }

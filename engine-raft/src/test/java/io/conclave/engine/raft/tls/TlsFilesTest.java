@@ -150,7 +150,7 @@ class TlsFilesTest {
     void an_agent_whose_certificate_is_missing_does_not_start_and_names_the_file() throws Exception {
         Path caFile = ca();
         Path[] server = issue("server", Certificates.Kind.SERVER, Instant.now().plus(Duration.ofDays(1)), false);
-        String config = "{\"ports\": {\"http\": 0, \"server\": 0}, \"tls\": {\"internal_rpc\": {\"ca_file\": \"" + caFile
+        String config = "{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"tls\": {\"internal_rpc\": {\"ca_file\": \"" + caFile
                 + "\", \"cert_file\": \"" + dir.resolve("missing.pem") + "\", \"key_file\": \"" + server[1] + "\", \"verify_incoming\": true}}}";
         IllegalStateException refused = assertThrows(IllegalStateException.class, () -> io.conclave.engine.raft.agent.Agent.start(
                 io.conclave.engine.raft.config.ConfigLoader.parse(config, true, "test"), null));
