@@ -7,8 +7,12 @@
 module io.conclave.plugin.storage.mapdb {
     requires io.conclave.api;
     requires org.slf4j;
+    requires mapdb;
+    // MapDB is an automatic module and cannot pull in explicit ones: name its Kotlin runtime (VERSIONS.md).
+    requires kotlin.stdlib;
 
     exports io.conclave.plugin.storage.mapdb;
 
     provides io.conclave.api.storage.StorageProvider with io.conclave.plugin.storage.mapdb.MapDbStorageProvider;
+    provides io.conclave.api.state.StateStoreProvider with io.conclave.plugin.storage.mapdb.MapDbStateStoreProvider;
 }
