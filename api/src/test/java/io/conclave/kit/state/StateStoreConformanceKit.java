@@ -79,7 +79,7 @@ public abstract class StateStoreConformanceKit {
         }
 
         @Override
-        public String decode(byte[] bytes) {
+        public String decode(String key, byte[] bytes) {
             return new String(bytes, StandardCharsets.UTF_8);
         }
     };
@@ -92,7 +92,7 @@ public abstract class StateStoreConformanceKit {
         }
 
         @Override
-        public Long decode(byte[] bytes) {
+        public Long decode(String key, byte[] bytes) {
             if (bytes.length != Long.BYTES) {
                 throw new IllegalArgumentException(bytes.length + " bytes are not a number");
             }

@@ -4,6 +4,7 @@ import io.conclave.api.PluginContext;
 import io.conclave.api.Provider;
 import io.conclave.api.state.StateStore;
 import io.conclave.api.state.StateStoreProvider;
+import io.conclave.engine.raft.state.HeapStateStore;
 
 /**
  * The state store on the Java heap ({@link HeapStateStore}): built in, the lowest priority. Fast and simple; its cost is

@@ -481,7 +481,7 @@ public final class MapDbStateStore implements StateStore {
             try {
                 byte[] record = records.get(key(physical.id(), key));
                 byte[] value = record == null ? null : VersionedRecord.at(record, pin.catalog.index());
-                return value == null ? null : table.codec().decode(value);
+                return value == null ? null : table.codec().decode(key, value);
             } catch (RuntimeException e) {
                 throw failed("read " + key, e);
             }
@@ -509,7 +509,8 @@ public final class MapDbStateStore implements StateStore {
                             // removed while the scan passed it (null): a key no open view sees any more
                             byte[] value = entry.getValue() == null ? null : VersionedRecord.at(entry.getValue(), index);
                             if (value != null) {
-                                next = new StateRecord<>(keyOf(entry.getKey()), table.codec().decode(value));
+                                String key = keyOf(entry.getKey());
+                                next = new StateRecord<>(key, table.codec().decode(key, value));
                             }
                         }
                     } catch (RuntimeException e) {
@@ -603,7 +604,7 @@ public final class MapDbStateStore implements StateStore {
             }
             Integer base = pending != null ? pending.base : physicalIdOf(table);
             byte[] value = committedValue(base, key);
-            return value == null ? null : table.codec().decode(value);
+            return value == null ? null : table.codec().decode(key, value);
         }
 
         private Integer physicalIdOf(Table<?> table) {
@@ -786,7 +787,8 @@ public final class MapDbStateStore implements StateStore {
                 Map.Entry<byte[], byte[]> entry = stored.next();
                 byte[] value = entry.getValue() == null ? null : VersionedRecord.newest(entry.getValue());
                 if (value != null) {
-                    storedNext = new StateRecord<>(keyOf(entry.getKey()), table.codec().decode(value));
+                    String key = keyOf(entry.getKey());
+                    storedNext = new StateRecord<>(key, table.codec().decode(key, value));
                 }
             }
             if (writeNext == null && writes.hasNext()) {

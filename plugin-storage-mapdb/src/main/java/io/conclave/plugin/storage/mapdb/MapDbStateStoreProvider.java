@@ -13,6 +13,8 @@ import io.conclave.api.state.StateStoreProvider;
 public final class MapDbStateStoreProvider implements StateStoreProvider {
 
     public static final String NAME = "mapdb";
+    /** The store's folder inside the plugin's data folder (which the storage provider of the same name shares). */
+    static final String STATE_FOLDER = "state";
 
     @Override
     public String name() {
@@ -32,6 +34,6 @@ public final class MapDbStateStoreProvider implements StateStoreProvider {
 
     @Override
     public StateStore open(PluginContext context) {
-        return MapDbStateStore.open(context.dataDirectory());
+        return MapDbStateStore.open(context.dataDirectory().resolve(STATE_FOLDER));
     }
 }

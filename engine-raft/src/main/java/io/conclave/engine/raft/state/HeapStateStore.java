@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.builtin;
+package io.conclave.engine.raft.state;
 
 import io.conclave.api.state.StateChange;
 import io.conclave.api.state.StateLoader;

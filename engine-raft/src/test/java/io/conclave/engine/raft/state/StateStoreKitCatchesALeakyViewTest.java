@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.builtin;
+package io.conclave.engine.raft.state;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package io.conclave.engine.raft.builtin;
+package io.conclave.engine.raft.state;
 
 import io.conclave.api.state.StateStore;
 import io.conclave.kit.state.StateStoreConformanceKit;
