@@ -46,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * (UTF-16 code units, big-endian: byte order is {@link String#compareTo} order); its value lists the key's versions,
  * newest first ({@link VersionedRecord}). A view is the committed index and the table catalog at that point; it reads,
  * for each key, the newest version at or before its index. A commit writes version {@code i} and keeps an older version
- * only while an open view may read it; a background reclaimer trims those once the views close. With no view open, a
+ * only if an open view reads it (the newest version at or before that view's index); a background reclaimer trims
+ * those once the views close. With no view open, a
  * record has one version and a write costs one read and one write of the tree. A view registers under the store's lock,
  * which a commit holds while it writes: a view is never taken half-way through a commit.
  *
@@ -448,9 +449,9 @@ public final class MapDbStateStore implements StateStore {
         }
     }
 
-    /** The oldest open view's index, or {@code Long.MAX_VALUE} when none is open. Under the lock. */
-    private long floor() {
-        return pins.isEmpty() ? Long.MAX_VALUE : pins.firstKey();
+    /** The indexes of the open views. Under the lock. */
+    private java.util.NavigableSet<Long> pinned() {
+        return pins.navigableKeySet();
     }
 
     private final class View implements StateView {
@@ -703,14 +704,14 @@ public final class MapDbStateStore implements StateStore {
                 if (index <= before.index()) {
                     throw new IllegalArgumentException("commit at index " + index + ", not past the committed " + before.index());
                 }
-                long floor = floor();
+                java.util.NavigableSet<Long> pinned = pinned();
                 Map<String, Physical> tables = new HashMap<>(before.tables());
                 for (Map.Entry<String, Pending> entry : touched.entrySet()) {
                     Pending pending = entry.getValue();
                     int id = pending.base != null ? pending.base : nextPhysicalId++;
                     Table<?> table = declared.get(entry.getKey());
                     for (Map.Entry<String, Object> write : pending.writes.entrySet()) {
-                        write(table, id, write.getKey(), write.getValue(), index, floor);
+                        write(table, id, write.getKey(), write.getValue(), index, pinned);
                     }
                     tables.put(entry.getKey(), new Physical(id, pending.size));
                 }
@@ -729,11 +730,11 @@ public final class MapDbStateStore implements StateStore {
         }
 
         @SuppressWarnings({"unchecked", "rawtypes"})
-        private void write(Table table, int id, String key, Object value, long index, long floor) {
+        private void write(Table table, int id, String key, Object value, long index, java.util.NavigableSet<Long> pinned) {
             byte[] stored = key(id, key);
             byte[] existing = records.get(stored);
             byte[] encoded = value == DELETED ? null : table.codec().encode(value);
-            List<VersionedRecord.Version> versions = VersionedRecord.merge(existing, index, encoded, floor);
+            List<VersionedRecord.Version> versions = VersionedRecord.merge(existing, index, encoded, pinned);
             if (versions.isEmpty()) {
                 if (existing != null) {
                     records.remove(stored);
@@ -912,6 +913,13 @@ public final class MapDbStateStore implements StateStore {
         }
     }
 
+    /** How many versions the committed record of {@code key} holds now (0: none): for tests. */
+    int versionsOf(Table<?> table, String key) {
+        Physical physical = committed.tables().get(table.name());
+        byte[] record = physical == null ? null : records.get(key(physical.id(), key));
+        return record == null ? 0 : VersionedRecord.decode(record).size();
+    }
+
     // ---------------------------------------------------------------- reclaiming
 
     private void startReclaimer() {
@@ -1004,15 +1012,15 @@ public final class MapDbStateStore implements StateStore {
                 if (closed) {
                     return;
                 }
-                trim(pending.subList(start, Math.min(pending.size(), start + RECLAIM_BATCH)), floor());
+                trim(pending.subList(start, Math.min(pending.size(), start + RECLAIM_BATCH)), pinned());
             } finally {
                 lock.unlock();
             }
         }
     }
 
-    /** Under the lock: trims each key's versions to what views at {@code floor} or later need. */
-    private void trim(List<ByteBuffer> keys, long floor) {
+    /** Under the lock: trims each key's versions to what the views open at {@code pinned} read. */
+    private void trim(List<ByteBuffer> keys, java.util.NavigableSet<Long> pinned) {
         for (ByteBuffer key : keys) {
             byte[] stored = key.array();
             byte[] record = records.get(stored);
@@ -1021,7 +1029,7 @@ public final class MapDbStateStore implements StateStore {
                 continue;
             }
             List<VersionedRecord.Version> versions = VersionedRecord.decode(record);
-            List<VersionedRecord.Version> kept = VersionedRecord.trimmed(versions, floor);
+            List<VersionedRecord.Version> kept = VersionedRecord.trimmed(versions, pinned);
             if (kept.isEmpty()) {
                 records.remove(stored);
             } else if (kept.size() < versions.size()) {
@@ -1035,6 +1043,6 @@ public final class MapDbStateStore implements StateStore {
 
     /** Under the lock, with no view open: every record back to one version. */
     private void trimAll() {
-        trim(new ArrayList<>(untrimmed), Long.MAX_VALUE);
+        trim(new ArrayList<>(untrimmed), java.util.Collections.emptyNavigableSet());
     }
 }
