@@ -182,6 +182,8 @@ final class SnapshotCommand implements Runnable {
             rows.add(List.of("ACL bootstrapped", String.valueOf(holdings.aclBootstrapped())));
             rows.add(List.of("Sessions", "0 (never in an archive)"));
             rows.add(List.of("Settings", holdings.settings().isEmpty() ? "-" : String.join(", ", holdings.settings())));
+            rows.add(List.of("Catalog", holdings.nodes() + " nodes, " + holdings.services() + " service instances, " + holdings.checks()
+                    + " checks"));
             System.out.print(MembersCommand.columns(rows));
             if (holdings.aclTokens() + holdings.aclPolicies() > 0) {
                 System.out.println("A restore brings these ACL tokens and policies back: any deleted since the save is valid again.");

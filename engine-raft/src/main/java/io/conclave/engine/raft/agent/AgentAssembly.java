@@ -47,6 +47,8 @@ import io.conclave.engine.raft.plugins.Spi;
 import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.service.AutopilotService;
+import io.conclave.engine.raft.service.CatalogReconciler;
+import io.conclave.engine.raft.service.CatalogService;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.LeaveCoordinator;
 import io.conclave.engine.raft.service.OperatorService;
@@ -130,6 +132,8 @@ final class AgentAssembly {
     private LeaveCoordinator leave;
     private TombstoneReaper tombstoneReaper;
     private SessionKeeper sessionKeeper;
+    private CatalogService catalog;
+    private CatalogReconciler catalogReconciler;
     private AutoCloseable membershipSubscription;
     private AclStore aclStore;
     private AclHttpApi aclApi;
@@ -390,6 +394,7 @@ final class AgentAssembly {
 
     private void startServices() {
         ConclaveConfig.Acl acl = config.acl();
+        catalog = new CatalogService(kv, config.datacenter());
         if (kv.available()) {
             new KvHttpApi(vertx, config.datacenter(), kv).register(http);
             new SessionHttpApi(vertx, config.datacenter(), kv, config.nodeName(), config.sessionTtlMin(), membership::members).register(http);
@@ -421,10 +426,14 @@ final class AgentAssembly {
         if (stateMachine instanceof KvStateMachine kvMachine) { // the key/value store's keepers, on the leader
             tombstoneReaper = new TombstoneReaper(vertx, node, kv, config.tombstoneTtl());
             tombstoneReaper.start();
-            sessionKeeper = new SessionKeeper(node, kv, membership::members);
+            sessionKeeper = new SessionKeeper(node, kv);
             kvMachine.onSessionChange(sessionKeeper);
-            membershipSubscription = membership.subscribe(sessionKeeper::membershipChanged);
             sessionKeeper.start();
+            catalogReconciler = new CatalogReconciler(kv.raft(), catalog, membership::members, config.nodeName(),
+                    membership.announcesLeave());
+            kv.onCatalogChange(catalogReconciler::catalogChanged);
+            membershipSubscription = membership.subscribe(catalogReconciler::membershipChanged);
+            catalogReconciler.start();
         }
         new AutopilotHttpApi(autopilotService).register(http);
         operator = new NodeOperator(node, admission, autopilotService::settings);
@@ -581,7 +590,7 @@ final class AgentAssembly {
     }
 
     int blockingQueries() {
-        return kv == null ? 0 : kv.watches().waiting();
+        return (kv == null ? 0 : kv.watches().waiting()) + (catalog == null ? 0 : catalog.watches().waiting());
     }
 
     /** {@code /v1/agent/self}, as answered now without the core's counters. */
@@ -604,11 +613,17 @@ final class AgentAssembly {
             try {
                 membershipSubscription.close();
             } catch (Exception e) {
-                LOG.debug("closing the sessions' membership subscription: {}", e.getMessage());
+                LOG.debug("closing the catalog's membership subscription: {}", e.getMessage());
             }
+        }
+        if (catalogReconciler != null) {
+            catalogReconciler.close();
         }
         if (sessionKeeper != null) {
             sessionKeeper.close();
+        }
+        if (catalog != null) {
+            catalog.watches().close();
         }
         if (kv != null) {
             kv.watches().close();

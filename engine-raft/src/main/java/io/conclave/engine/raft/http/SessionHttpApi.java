@@ -4,7 +4,9 @@ import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.engine.raft.acl.Authorizer;
 import io.conclave.engine.raft.config.Durations;
+import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.Session;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.ReadConsistency;
@@ -73,10 +75,14 @@ public final class SessionHttpApi {
         if (Requests.refusedParameters(request, datacenter, List.of())) {
             return;
         }
-        http.readBody(request, 64 * 1024, "a session", body -> {
+        http.readBody(request, 64 * 1024, "a session", body -> kv.readStore(KvStateMachine::catalog).onComplete(read -> {
+            if (read.failed()) {
+                Requests.fail(request, read.cause());
+                return;
+            }
             Session session;
             try {
-                session = parse(body.length() == 0 ? new JsonObject() : body.toJsonObject());
+                session = parse(body.length() == 0 ? new JsonObject() : body.toJsonObject(), read.result());
             } catch (DecodeException | ClassCastException e) {
                 HttpApi.error(request, 400, "Request decode failed: the body is not a JSON object");
                 return;
@@ -93,7 +99,7 @@ public final class SessionHttpApi {
                         }
                     })
                     .onFailure(error -> Requests.fail(request, error));
-        });
+        }));
     }
 
     /** A request Consul answers 500 with its message. */
@@ -103,8 +109,11 @@ public final class SessionHttpApi {
         }
     }
 
-    /** Consul's fields, keys matched without regard to case. */
-    Session parse(JsonObject given) {
+    /**
+     * Consul's fields, keys matched without regard to case. The node must be a member, this agent, or registered in
+     * {@code catalog} (an external node); the checks are checked by the state machine, in the log's order.
+     */
+    Session parse(JsonObject given, Catalog catalog) {
         Map<String, Object> fields = new java.util.TreeMap<>(String.CASE_INSENSITIVE_ORDER);
         fields.putAll(given.getMap());
         String name = text(fields, "Name", "");
@@ -142,20 +151,30 @@ public final class SessionHttpApi {
                 throw new Invalid(field + " must be a list of check IDs");
             }
             for (Object check : array) {
-                if (!(check instanceof String id)) {
+                if (!(check instanceof String id) || id.isEmpty()) {
                     throw new Invalid(field + " must be a list of check IDs");
                 }
-                if (!id.equals(SessionKeeper.SERF_HEALTH)) {
-                    throw new Invalid("Missing check '" + id + "' registration");
-                }
                 if (!checks.contains(id)) {
-                    checks.add(id);
+                    checks.add(id); // the state machine checks each is registered on the node and not critical
                 }
             }
         }
-        JsonArray services = array(fields.get("ServiceChecks"));
-        if (services != null && !services.isEmpty()) {
-            throw new Invalid("Missing service check registration: Conclave has no service catalog");
+        Object serviceChecks = fields.get("ServiceChecks");
+        JsonArray services = array(serviceChecks);
+        if (serviceChecks != null && services == null) {
+            throw new Invalid("ServiceChecks must be a list of {\"ID\": ...}");
+        }
+        for (Object check : services == null ? new JsonArray() : services) {
+            JsonObject object = check instanceof JsonObject json ? json : check instanceof Map<?, ?> map
+                    ? new JsonObject(new java.util.LinkedHashMap<String, Object>(castMap(map))) : null;
+            Object id = object == null ? null : caseInsensitive(object).get("ID");
+            if (!(id instanceof String checkId) || checkId.isEmpty()) {
+                throw new Invalid("ServiceChecks must be a list of {\"ID\": ...}");
+            }
+            named = true; // Consul's default (serfHealth) holds only when no check at all is named
+            if (!checks.contains(checkId)) {
+                checks.add(checkId);
+            }
         }
         if (!named) {
             checks.add(SessionKeeper.SERF_HEALTH); // Consul's default
@@ -166,13 +185,24 @@ public final class SessionHttpApi {
                 status = member.status();
             }
         }
-        if (status == null && !nodeOf.equals(nodeName)) {
+        if (status == null && !nodeOf.equals(nodeName) && catalog.node(nodeOf) == null) {
             throw new Invalid("Missing node registration");
         }
         if (checks.contains(SessionKeeper.SERF_HEALTH) && status != null && status != MemberStatus.ALIVE) {
             throw new Invalid("Check '" + SessionKeeper.SERF_HEALTH + "' is in critical state");
         }
         return new Session(UUID.randomUUID().toString(), name, nodeOf, lockDelay.toNanos(), behavior, ttl, checks, 0, 0);
+    }
+
+    private static Map<String, Object> caseInsensitive(JsonObject object) {
+        Map<String, Object> fields = new java.util.TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        fields.putAll(object.getMap());
+        return fields;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> castMap(Map<?, ?> map) {
+        return (Map<String, Object>) map;
     }
 
     private static JsonArray array(Object value) {

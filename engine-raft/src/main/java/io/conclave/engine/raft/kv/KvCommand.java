@@ -36,9 +36,13 @@ public record KvCommand(Op op, String key, byte[] value, long flags, long cas, S
      *
      * <p>{@code SYSTEM_PUT_ONCE} (key, value, session: a guard key) writes the system entry {@code key} and the guard
      * (holding {@code key}) together, only if the guard holds nothing yet: how the ACL bootstrap happens once.
+     *
+     * <p>The catalog's writes, Consul's: {@code CATALOG_REGISTER} (value: {@link CatalogRegistration#encode}) and
+     * {@code CATALOG_DEREGISTER} (value: {@link CatalogDeregistration#encode}); key, flags and cas are unused. Their
+     * answer is {@link KvResult#TRUE}, or {@link KvResult.Failed} with Consul's words when the catalog refuses one.
      */
     public enum Op { PUT, DELETE, DELETE_TREE, SYSTEM_PUT, RESTORE_CHUNK, RESTORE_COMMIT, RESTORE_ABORT, REAP_TOMBSTONES,
-        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY, TXN, SYSTEM_PUT_ONCE }
+        LOCK, UNLOCK, SESSION_CREATE, SESSION_RENEW, SESSION_DESTROY, TXN, SYSTEM_PUT_ONCE, CATALOG_REGISTER, CATALOG_DEREGISTER }
 
     public static final long NO_CAS = -1;
 

@@ -43,11 +43,11 @@ public final class KvStateMachine implements StateMachine {
     /**
      * Version 2 added the system entries, version 3 a restore's staged state, version 4 the tombstones and the
      * store's last change, version 5 the sessions and the locks, version 6 the locks inside the entries (a snapshot is
-     * written in one pass over a view); all earlier versions are still read. A user's snapshot archive
-     * ({@link SnapshotArchive}) carries the state in version 2, {@link State#writeTo}.
+     * written in one pass over a view) and the service catalog; all earlier versions are still read. A user's snapshot
+     * archive ({@link SnapshotArchive}) carries the state in version 3 ({@link State#writeTo}: version 2 and the catalog).
      */
     private static final int SNAPSHOT_VERSION = 6;
-    static final int STATE_VERSION = 2;
+    static final int STATE_VERSION = 3;
 
     /**
      * A snapshot restore under way: its id, the number of the chunk expected next, and the entries staged so far (in the
@@ -123,6 +123,41 @@ public final class KvStateMachine implements StateMachine {
         this.systemListener = listener;
     }
 
+    /**
+     * The service catalog as the store holds it ({@link KvTables#catalog}), in one immutable object for reads on any
+     * thread: replaced after each commit that changed it, rebuilt from the store when the store is reused, and taken
+     * from the snapshot a follower installs.
+     */
+    private volatile Catalog catalog;
+
+    /**
+     * What catalog and health blocking queries are told of: after the apply at {@code raftIndex}, the catalog is
+     * {@code after}, and these result sets changed ({@link Catalog.Topics}; {@code null}: any may have, as after a
+     * restore). Called on the node's context: it must only hand the change on.
+     */
+    @FunctionalInterface
+    public interface CatalogListener {
+        void changed(long raftIndex, Catalog after, java.util.Set<String> topics);
+    }
+
+    private final List<CatalogListener> catalogListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** Tells {@code listener} (too: listeners add up) of each change to the catalog, as it is applied. */
+    public void onCatalogChange(CatalogListener listener) {
+        catalogListeners.add(listener);
+    }
+
+    private void catalogChanged(long raftIndex, Catalog after, java.util.Set<String> topics) {
+        for (CatalogListener listener : catalogListeners) {
+            listener.changed(raftIndex, after, topics);
+        }
+    }
+
+    /** The catalog as it is now, immutable, in O(1): to be read on any thread. */
+    public Catalog catalog() {
+        return catalog;
+    }
+
     /** A store of its own on the heap (tests, tools). */
     public KvStateMachine() {
         this(new HeapStateStore());
@@ -132,6 +167,24 @@ public final class KvStateMachine implements StateMachine {
     public KvStateMachine(StateStore store) {
         this.store = store;
         this.tables = KvTables.declare(store);
+        this.catalog = storedCatalog();
+    }
+
+    /**
+     * The catalog the store holds (empty for an empty store): read once, when a store closed cleanly is reused.
+     * Proportional to the catalog; the node is not started yet.
+     */
+    private Catalog storedCatalog() {
+        try (StateView view = store.view()) {
+            if (view.isEmpty(tables.catalog()) && view.isEmpty(tables.catalogIndexes())) {
+                return Catalog.EMPTY;
+            }
+            Map<String, Long> indexes = new java.util.TreeMap<>();
+            view.scan(tables.catalogIndexes(), null, null).forEachRemaining(record -> indexes.put(record.key(), record.value()));
+            return Catalog.rebuilt(KvView.values(view.scan(tables.catalog(), null, null)), indexes);
+        } catch (IOException e) {
+            throw new io.conclave.api.state.StateStoreException("the store's catalog does not read: " + e.getMessage(), e);
+        }
     }
 
     /** The store the state lives in. */
@@ -147,6 +200,7 @@ public final class KvStateMachine implements StateMachine {
     @Override
     public void discardRecovered() {
         store.discard();
+        catalog = Catalog.EMPTY;
     }
 
     /** Applies a command; the answer is a {@link KvResult}'s bytes. */
@@ -210,7 +264,7 @@ public final class KvStateMachine implements StateMachine {
             }
             case LOCK -> lock(raftIndex, kv);
             case UNLOCK -> unlock(raftIndex, kv);
-            case SESSION_CREATE -> createSession(raftIndex, kv) ? TRUE : FALSE;
+            case SESSION_CREATE -> createSession(raftIndex, kv);
             case SESSION_RENEW -> {
                 Session session = change.get(tables.sessions(), kv.key());
                 if (session == null) {
@@ -263,6 +317,24 @@ public final class KvStateMachine implements StateMachine {
             }
             case RESTORE_CHUNK -> stageChunk(raftIndex, kv) ? TRUE : FALSE;
             case RESTORE_COMMIT -> commitRestore(raftIndex, kv) ? TRUE : FALSE;
+            case CATALOG_REGISTER -> {
+                CatalogRegistration registration;
+                try {
+                    registration = CatalogRegistration.decode(kv.value());
+                } catch (IllegalArgumentException e) {
+                    yield error(e.getMessage());
+                }
+                yield catalogWrite(raftIndex, registration.node(), catalog.register(raftIndex, registration));
+            }
+            case CATALOG_DEREGISTER -> {
+                CatalogDeregistration deregistration;
+                try {
+                    deregistration = CatalogDeregistration.decode(kv.value());
+                } catch (IllegalArgumentException e) {
+                    yield error(e.getMessage());
+                }
+                yield catalogWrite(raftIndex, deregistration.node(), catalog.deregister(raftIndex, deregistration));
+            }
             case RESTORE_ABORT -> {
                 Staging staged = Staging.decode(change.get(tables.meta(), KvTables.STAGING));
                 if (staged != null && staged.id().equals(kv.key())) {
@@ -276,7 +348,72 @@ public final class KvStateMachine implements StateMachine {
     private void clearStaging() {
         change.clear(tables.stagedEntries());
         change.clear(tables.stagedSystem());
+        change.clear(tables.stagedCatalog());
         change.delete(tables.meta(), KvTables.STAGING);
+        change.delete(tables.meta(), KvTables.STAGED_CATALOG);
+    }
+
+    /**
+     * Takes a catalog write in, which concerns the node {@code node} only: its records are written anew in the store,
+     * the indexes of the result sets it changed too; the sessions it invalidates (Consul's: those bound to a check
+     * written critical or removed, and those of a removed node) are destroyed in the same change; once committed, the
+     * catalog is replaced and the blocking queries it concerns are told.
+     */
+    private KvResult catalogWrite(long raftIndex, String node, Catalog.Applied applied) {
+        if (applied.refused()) {
+            return error(applied.error());
+        }
+        Catalog after = applied.catalog();
+        for (HealthCheck check : applied.criticalChecks()) {
+            invalidateBoundTo(raftIndex, check.node(), check.checkId());
+        }
+        for (HealthCheck check : applied.removedChecks()) {
+            invalidateBoundTo(raftIndex, check.node(), check.checkId());
+        }
+        for (String removed : applied.removedNodes()) {
+            invalidateBoundTo(raftIndex, removed, null);
+        }
+        if (after != catalog) {
+            List<String> stale = new ArrayList<>();
+            change.prefix(tables.catalog(), Catalog.storedPrefix(node)).forEachRemaining(record -> stale.add(record.key()));
+            stale.forEach(key -> change.delete(tables.catalog(), key));
+            for (Catalog.Item item : after.itemsOf(node)) {
+                change.put(tables.catalog(), Catalog.storedKey(item), item);
+            }
+            for (String topic : applied.topics()) {
+                Long index = after.storedIndex(topic);
+                if (index == null) {
+                    change.delete(tables.catalogIndexes(), topic);
+                } else {
+                    change.put(tables.catalogIndexes(), topic, index);
+                }
+            }
+            afterCommit.add(() -> {
+                catalog = after;
+                if (!applied.topics().isEmpty()) {
+                    catalogChanged(raftIndex, after, applied.topics());
+                }
+            });
+        }
+        return TRUE;
+    }
+
+    /**
+     * Destroys the sessions of {@code node} bound to {@code checkId} ({@code null}: every session of the node). O(number
+     * of sessions): sessions are few beside catalog writes, and this runs only for a critical or removed check.
+     */
+    private void invalidateBoundTo(long raftIndex, String node, String checkId) {
+        List<String> bound = new ArrayList<>();
+        change.scan(tables.sessions(), null, null).forEachRemaining(record -> {
+            Session session = record.value();
+            if (session.node().equalsIgnoreCase(node)
+                    && (checkId == null || session.checks().stream().anyMatch(checkId::equalsIgnoreCase))) {
+                bound.add(session.id());
+            }
+        });
+        for (String id : bound) {
+            destroySession(raftIndex, id, KvCommand.NO_CAS);
+        }
     }
 
     /**
@@ -289,7 +426,7 @@ public final class KvStateMachine implements StateMachine {
         if (kv.key().isEmpty() || current == null || !current.id().equals(kv.key()) || current.next() != kv.cas()) {
             return false;
         }
-        List<List<KvEntry>> batch;
+        Batch batch;
         try {
             batch = decodeBatch(kv.value());
         } catch (IOException | RuntimeException e) {
@@ -298,14 +435,23 @@ public final class KvStateMachine implements StateMachine {
         if (kv.cas() == 0) {
             change.clear(tables.stagedEntries()); // another restore under way is replaced
             change.clear(tables.stagedSystem());
+            change.clear(tables.stagedCatalog());
+            change.delete(tables.meta(), KvTables.STAGED_CATALOG);
         }
-        for (KvEntry entry : batch.get(0)) {
+        for (KvEntry entry : batch.users()) {
             change.put(tables.stagedEntries(), entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
         }
-        for (KvEntry entry : batch.get(1)) {
+        for (KvEntry entry : batch.system()) {
             change.put(tables.stagedSystem(), entry.key(), new KvEntry(entry.key(), entry.value(), entry.flags(), raftIndex, raftIndex));
         }
-        Staging next = new Staging(current.id(), current.next() + 1, current.count() + batch.get(0).size() + batch.get(1).size());
+        if (batch.catalog() != null) {
+            change.put(tables.meta(), KvTables.STAGED_CATALOG, "");
+            for (Catalog.Item item : batch.catalog()) { // written anew at the chunk's index, as the entries
+                change.put(tables.stagedCatalog(), Catalog.storedKey(item), Catalog.writtenAt(item, raftIndex));
+            }
+        }
+        Staging next = new Staging(current.id(), current.next() + 1, current.count() + batch.users().size() + batch.system().size()
+                + (batch.catalog() == null ? 0 : batch.catalog().size()));
         change.put(tables.meta(), KvTables.STAGING, next.encode());
         return true;
     }
@@ -320,6 +466,13 @@ public final class KvStateMachine implements StateMachine {
         if (done == null || !done.id().equals(kv.key()) || done.next() != kv.cas() || done.count() != kv.flags()) {
             return false;
         }
+        Catalog restoredCatalog = null;
+        if (change.get(tables.meta(), KvTables.STAGED_CATALOG) != null) {
+            restoredCatalog = stagedCatalog();
+            if (restoredCatalog == null) {
+                return false; // checked before anything changes: the commit is all or nothing
+            }
+        }
         change.replace(tables.entries(), tables.stagedEntries());
         change.clear(tables.held()); // restored keys hold no lock: their sessions are not in the archive
         change.clear(tables.tombstones()); // a restored store has no history; every prefix's index is the restore's now
@@ -331,9 +484,49 @@ public final class KvStateMachine implements StateMachine {
         change.clear(tables.stagedSystem());
         change.delete(tables.meta(), KvTables.STAGING);
         afterCommit.add(() -> restoredSystem.forEach(entry -> systemListener.accept(entry)));
+        if (restoredCatalog != null) {
+            commitCatalog(raftIndex, restoredCatalog);
+        }
         setKvIndex(raftIndex);
         everythingChanged = true;
         return true;
+    }
+
+    /**
+     * The restore's catalog replaces the live one, every index at the commit's (so that no query's index goes backwards
+     * and every blocking query wakes): proportional to the catalog, as a restore is.
+     */
+    private void commitCatalog(long raftIndex, Catalog restored) {
+        Catalog after = restored.allAt(raftIndex);
+        change.clear(tables.catalog());
+        for (Iterator<Catalog.Item> items = after.items(); items.hasNext(); ) {
+            Catalog.Item item = items.next();
+            change.put(tables.catalog(), Catalog.storedKey(item), item);
+        }
+        change.clear(tables.catalogIndexes());
+        after.storedIndexes().forEach((topic, index) -> change.put(tables.catalogIndexes(), topic, index));
+        change.clear(tables.stagedCatalog());
+        change.delete(tables.meta(), KvTables.STAGED_CATALOG);
+        afterCommit.add(() -> {
+            catalog = after;
+            catalogChanged(raftIndex, after, null);
+        });
+    }
+
+    /**
+     * The catalog a restore staged, its records as their chunks wrote them; {@code null} when a record does not read or
+     * lacks its node, for which the commit is refused.
+     */
+    private Catalog stagedCatalog() {
+        Catalog restored = Catalog.EMPTY;
+        try {
+            for (Iterator<StateRecord<Catalog.Item>> records = change.scan(tables.stagedCatalog(), null, null); records.hasNext(); ) {
+                restored = restored.plusRecord(records.next().value());
+            }
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        return restored;
     }
 
     /** The restore staged now, or {@code null}: for tests and {@code /v1/agent/self}. */
@@ -348,11 +541,22 @@ public final class KvStateMachine implements StateMachine {
      * are ignored: a restore writes each entry anew).
      */
     public static byte[] encodeBatch(List<KvEntry> users, List<KvEntry> systemEntries) {
+        return encodeBatch(users, systemEntries, null);
+    }
+
+    /**
+     * A chunk of a restore, with catalog records after the entries ({@code null}: none, as chunks were written before
+     * the catalog; an empty list: the restore carries a catalog, none of it in this chunk).
+     */
+    public static byte[] encodeBatch(List<KvEntry> users, List<KvEntry> systemEntries, List<Catalog.Item> catalogItems) {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         try {
             DataOutputStream data = new DataOutputStream(bytes);
             writeEntries(data, users.size(), users.iterator());
             writeEntries(data, systemEntries.size(), systemEntries.iterator());
+            if (catalogItems != null) {
+                Catalog.writeItems(data, catalogItems);
+            }
             data.flush();
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e); // a byte array does not fail
@@ -360,16 +564,21 @@ public final class KvStateMachine implements StateMachine {
         return bytes.toByteArray();
     }
 
-    static List<List<KvEntry>> decodeBatch(byte[] batch) throws IOException {
+    /** A restore chunk's content; {@code catalog} is {@code null} when the chunk carries no catalog part. */
+    record Batch(List<KvEntry> users, List<KvEntry> system, List<Catalog.Item> catalog) {
+    }
+
+    static Batch decodeBatch(byte[] batch) throws IOException {
         DataInputStream data = new DataInputStream(new java.io.ByteArrayInputStream(batch));
         List<KvEntry> users = new ArrayList<>();
         readEntries(data, false, users::add);
         List<KvEntry> systemEntries = new ArrayList<>();
         readEntries(data, false, systemEntries::add);
+        List<Catalog.Item> items = data.available() > 0 ? Catalog.readItems(data) : null;
         if (data.available() > 0) {
             throw new IOException("trailing bytes in a restore chunk");
         }
-        return List.of(users, systemEntries);
+        return new Batch(users, systemEntries, items);
     }
 
     /** The bytes one entry takes in a snapshot or a restore chunk. */
@@ -472,20 +681,34 @@ public final class KvStateMachine implements StateMachine {
         return TRUE;
     }
 
-    private boolean createSession(long raftIndex, KvCommand kv) {
+    /**
+     * Creates a session, Consul's checks first: each check it is bound to must be registered on its node and not
+     * critical ({@code serfHealth} may be missing yet: the leader registers a member's node shortly after it joins, and
+     * the session endpoint checks membership).
+     */
+    private KvResult createSession(long raftIndex, KvCommand kv) {
         Session session;
         try {
             session = Session.decode(kv.value());
         } catch (IOException | RuntimeException e) {
-            return false;
+            return FALSE;
         }
         if (!session.id().equals(kv.key()) || change.get(tables.sessions(), session.id()) != null) {
-            return false; // ids are random UUIDs: a duplicate is a retried entry, applied once
+            return FALSE; // ids are random UUIDs: a duplicate is a retried entry, applied once
+        }
+        for (String checkId : session.checks()) {
+            HealthCheck check = catalog.check(session.node(), checkId);
+            if (check == null && !checkId.equals(Catalog.SERF_HEALTH)) {
+                return error("Missing check '" + checkId + "' registration");
+            }
+            if (check != null && check.critical()) {
+                return error("Check '" + checkId + "' is in critical state");
+            }
         }
         Session created = session.created(raftIndex);
         change.put(tables.sessions(), created.id(), created);
         afterCommit.add(() -> sessionListener.created(created));
-        return true;
+        return TRUE;
     }
 
     /**
@@ -771,7 +994,8 @@ public final class KvStateMachine implements StateMachine {
         KvTables tables = view.tables();
         StateView state = view.state();
         for (io.conclave.api.state.Table<?> table : List.of(tables.entries(), tables.system(), tables.tombstones(), tables.sessions(),
-                tables.held(), tables.stagedEntries(), tables.stagedSystem(), tables.meta())) {
+                tables.held(), tables.stagedEntries(), tables.stagedSystem(), tables.meta(), tables.catalog(), tables.catalogIndexes(),
+                tables.stagedCatalog())) {
             digestTable(sha, state, table);
         }
         return java.util.HexFormat.of().formatHex(sha.digest());
@@ -847,23 +1071,24 @@ public final class KvStateMachine implements StateMachine {
     @Override
     public Capture capture() {
         KvView view = view();
+        Catalog catalogNow = catalog; // as of the view: both are changed on the node's context only
         return output -> {
             try (view) {
-                write(output, view);
+                write(output, view, catalogNow);
             }
         };
     }
 
     /** The users' keys and the system entries as of one point, in O(1): what a user's snapshot archive holds. Close it. */
     public State state() {
-        return new State(view());
+        return new State(view(), catalog);
     }
 
     /**
      * The store's users' keys and system entries at one index, read from a view (close it when done): what a user's
      * snapshot archive ({@link SnapshotArchive}) holds.
      */
-    public record State(KvView view) implements AutoCloseable {
+    public record State(KvView view, Catalog catalog) implements AutoCloseable {
         /** The store's index then. */
         public long index() {
             return view.index();
@@ -879,7 +1104,10 @@ public final class KvStateMachine implements StateMachine {
             return view.systemEntries();
         }
 
-        /** Writes the state as snapshot version 2 (no staged restore), streamed from the view. May block on the stream. */
+        /**
+         * Writes the state as version 3 (no staged restore; the catalog's records as a restore writes them after the
+         * entries), streamed from the view. May block on the stream.
+         */
         public void writeTo(OutputStream output) throws IOException {
             DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
             data.writeInt(STATE_VERSION);
@@ -887,6 +1115,10 @@ public final class KvStateMachine implements StateMachine {
             writeEntries(data, view.size(), view.withPrefix(""));
             Map<String, KvEntry> system = system();
             writeEntries(data, system.size(), system.values().iterator());
+            data.writeLong((long) catalog.nodeCount() + catalog.serviceCount() + catalog.checkCount());
+            for (Iterator<Catalog.Item> items = catalog.items(); items.hasNext(); ) {
+                Catalog.writeItem(data, items.next());
+            }
             data.flush();
         }
 
@@ -896,22 +1128,35 @@ public final class KvStateMachine implements StateMachine {
         }
 
         /**
-         * Reads a state written by {@link #writeTo} (or a node's snapshot of version 1 or 2) one entry at a time, keeping
-         * nothing: the users' keys to {@code users}, then the system entries to {@code systemEntries}; its index. Throws
-         * {@link IOException} naming what is wrong with damaged content.
+         * Reads a state written by {@link #writeTo} (or of version 1 or 2, before the catalog) one record at a time,
+         * keeping nothing: the users' keys to {@code users}, the system entries to {@code systemEntries}, the catalog's
+         * records to {@code catalogItems} (called with {@code null} first when the state carries a catalog, so that an
+         * empty catalog is told from none); its index. Throws {@link IOException} naming what is wrong with damaged
+         * content.
          */
         public static long readFrom(InputStream input, java.util.function.Consumer<KvEntry> users,
-                                    java.util.function.Consumer<KvEntry> systemEntries) throws IOException {
+                                    java.util.function.Consumer<KvEntry> systemEntries,
+                                    java.util.function.Consumer<Catalog.Item> catalogItems) throws IOException {
             DataInputStream data = input instanceof DataInputStream given ? given // read exactly to the state's end
                     : new DataInputStream(new java.io.BufferedInputStream(input, 64 * 1024));
             int version = data.readInt();
-            if (version != 1 && version != STATE_VERSION) {
+            if (version < 1 || version > STATE_VERSION) {
                 throw new IOException("unknown key/value state version " + version);
             }
             long stateIndex = data.readLong();
             readEntries(data, false, users);
             if (version != 1) {
                 readEntries(data, false, systemEntries);
+            }
+            if (version >= 3) {
+                long count = data.readLong();
+                if (count < 0) {
+                    throw new IOException("damaged catalog: " + count + " records");
+                }
+                catalogItems.accept(null);
+                for (long i = 0; i < count; i++) {
+                    catalogItems.accept(Catalog.readItem(data));
+                }
             }
             return stateIndex;
         }
@@ -923,7 +1168,7 @@ public final class KvStateMachine implements StateMachine {
          */
         public static Census census(DataInputStream data) throws IOException {
             int version = data.readInt();
-            if (version != 1 && version != STATE_VERSION) {
+            if (version < 1 || version > STATE_VERSION) {
                 throw new IOException("unknown key/value state version " + version);
             }
             long stateIndex = data.readLong();
@@ -936,7 +1181,18 @@ public final class KvStateMachine implements StateMachine {
                     }
                 });
             }
-            return new Census(stateIndex, keys, List.copyOf(system));
+            long[] counts = new long[3];
+            if (version >= 3) {
+                long count = data.readLong();
+                if (count < 0) {
+                    throw new IOException("damaged catalog: " + count + " records");
+                }
+                for (long i = 0; i < count; i++) {
+                    Catalog.Item item = Catalog.readItem(data);
+                    counts[item instanceof Catalog.NodeItem ? 0 : item instanceof Catalog.ServiceItem ? 1 : 2]++;
+                }
+            }
+            return new Census(stateIndex, keys, List.copyOf(system), counts[0], counts[1], counts[2]);
         }
     }
 
@@ -946,8 +1202,11 @@ public final class KvStateMachine implements StateMachine {
      * @param index      the store's index then
      * @param keys       how many users' keys
      * @param systemKeys the keys of its system entries that are not deletions ({@link SystemKeys})
+     * @param nodes      the catalog's nodes
+     * @param services   the catalog's service instances
+     * @param checks     the catalog's checks
      */
-    public record Census(long index, long keys, List<String> systemKeys) {
+    public record Census(long index, long keys, List<String> systemKeys, long nodes, long services, long checks) {
     }
 
     /** Reads a list of entries as {@link #writeEntries} writes it, telling {@code each} every key and value length; their count. */
@@ -973,9 +1232,10 @@ public final class KvStateMachine implements StateMachine {
 
     /**
      * Version 6: the index; the users' entries (with their lock fields); the system entries; a restore's staged
-     * entries; the store's last change; the tombstones; the sessions. One pass over each table of the view.
+     * entries; the store's last change; the tombstones; the sessions; the catalog (as of the view, with its indexes)
+     * and a restore's staged catalog records. One pass over each table of the view.
      */
-    private void write(OutputStream output, KvView view) throws IOException {
+    private void write(OutputStream output, KvView view, Catalog catalogThen) throws IOException {
         StateView state = view.state();
         DataOutputStream data = new DataOutputStream(new java.io.BufferedOutputStream(output, 64 * 1024));
         data.writeInt(SNAPSHOT_VERSION);
@@ -1001,6 +1261,15 @@ public final class KvStateMachine implements StateMachine {
         data.writeInt(checkedCount(state.size(tables.sessions())));
         for (Iterator<StateRecord<Session>> sessions = state.scan(tables.sessions(), null, null); sessions.hasNext(); ) {
             sessions.next().value().write(data);
+        }
+        catalogThen.writeTo(data);
+        boolean stagedCatalog = state.get(tables.meta(), KvTables.STAGED_CATALOG) != null;
+        data.writeBoolean(stagedCatalog);
+        if (stagedCatalog) {
+            data.writeLong(state.size(tables.stagedCatalog()));
+            for (Iterator<StateRecord<Catalog.Item>> items = state.scan(tables.stagedCatalog(), null, null); items.hasNext(); ) {
+                Catalog.writeItem(data, items.next().value());
+            }
         }
         data.flush();
     }
@@ -1116,7 +1385,9 @@ public final class KvStateMachine implements StateMachine {
                 loader.put(tables.tombstones(), data.readUTF(), data.readLong());
             }
         }
-        loader.put(tables.meta(), KvTables.KV_INDEX, Long.toString(restoredKvIndex));
+        if (restoredKvIndex != 0) { // as the applies leave it: no record until a user's key changed
+            loader.put(tables.meta(), KvTables.KV_INDEX, Long.toString(restoredKvIndex));
+        }
         if (version >= 5) {
             java.util.Set<String> sessionIds = new java.util.HashSet<>();
             int count = data.readInt();
@@ -1137,9 +1408,32 @@ public final class KvStateMachine implements StateMachine {
                 readVersion5Locks(data, loader, sessionIds, version5Entries);
             }
         }
+        Catalog restoredCatalog = Catalog.EMPTY;
+        if (version >= 6) {
+            restoredCatalog = Catalog.readFrom(data);
+            for (Iterator<Catalog.Item> items = restoredCatalog.items(); items.hasNext(); ) {
+                Catalog.Item item = items.next();
+                loader.put(tables.catalog(), Catalog.storedKey(item), item);
+            }
+            restoredCatalog.storedIndexes().forEach((topic, index) -> loader.put(tables.catalogIndexes(), topic, index));
+            if (data.readBoolean()) {
+                long count = data.readLong();
+                if (count < 0) {
+                    throw new IOException("damaged key/value snapshot: " + count + " staged catalog records");
+                }
+                loader.put(tables.meta(), KvTables.STAGED_CATALOG, "");
+                for (long i = 0; i < count; i++) {
+                    Catalog.Item item = Catalog.readItem(data);
+                    loader.put(tables.stagedCatalog(), Catalog.storedKey(item), item);
+                }
+            }
+        }
+        Catalog installedCatalog = restoredCatalog;
         return () -> {
             loader.install(restoredIndex);
+            catalog = installedCatalog;
             changeListener.changed(restoredIndex, this::view, null); // a follower that installs a snapshot: anything may have changed
+            catalogChanged(restoredIndex, installedCatalog, null);
             restoredSystem.forEach(entry -> systemListener.accept(entry));
         };
     }

@@ -20,14 +20,24 @@ import java.nio.charset.StandardCharsets;
  * @param stagedEntries  a restore under way: the users' keys staged so far
  * @param stagedSystem   a restore under way: the system entries staged so far
  * @param meta           the store's own numbers: {@link #KV_INDEX}, and a restore's {@link #STAGING} header
+ * @param catalog        the service catalog's records (nodes, service instances, checks), by {@link Catalog#storedKey}
+ * @param catalogIndexes the catalog's result sets' indexes, by {@link Catalog#storedIndex}'s topic
+ * @param stagedCatalog  a restore under way: the catalog's records staged so far (meaningful only with
+ *                       {@link #STAGED_CATALOG} in {@link #meta})
  */
 public record KvTables(Table<KvEntry> entries, Table<Long> tombstones, Table<Session> sessions, Table<String> held,
-                       Table<KvEntry> system, Table<KvEntry> stagedEntries, Table<KvEntry> stagedSystem, Table<String> meta) {
+                       Table<KvEntry> system, Table<KvEntry> stagedEntries, Table<KvEntry> stagedSystem, Table<String> meta,
+                       Table<Catalog.Item> catalog, Table<Long> catalogIndexes, Table<Catalog.Item> stagedCatalog) {
 
     /** In {@link #meta}: the index of the last change to the users' keys or tombstones (Consul's table index). */
     static final String KV_INDEX = "kv-index";
     /** In {@link #meta}: the restore under way, {@code id NUL next NUL count}. */
     static final String STAGING = "staging";
+    /**
+     * In {@link #meta}: present while the restore under way carries a catalog (an archive written before the catalog
+     * carries none, and its restore keeps the live catalog).
+     */
+    static final String STAGED_CATALOG = "staged-catalog";
     /** Separates a session's id from a key in {@link #held}. */
     static final char HELD_SEPARATOR = '\u0000';
 
@@ -35,7 +45,8 @@ public record KvTables(Table<KvEntry> entries, Table<Long> tombstones, Table<Ses
     public static KvTables declare(StateStore store) {
         return new KvTables(store.table("kv.entries", ENTRY), store.table("kv.tombstones", NUMBER),
                 store.table("kv.sessions", SESSION), store.table("kv.held", TEXT), store.table("kv.system", ENTRY),
-                store.table("kv.staged-entries", ENTRY), store.table("kv.staged-system", ENTRY), store.table("kv.meta", TEXT));
+                store.table("kv.staged-entries", ENTRY), store.table("kv.staged-system", ENTRY), store.table("kv.meta", TEXT),
+                store.table("catalog.records", ITEM), store.table("catalog.indexes", NUMBER), store.table("catalog.staged-records", ITEM));
     }
 
     static String heldKey(String session, String key) {
@@ -77,6 +88,23 @@ public record KvTables(Table<KvEntry> entries, Table<Long> tombstones, Table<Ses
                 throw new IllegalArgumentException("trailing bytes in a stored entry of " + key);
             }
             return new KvEntry(key, value, flags, createIndex, modifyIndex, lockIndex, session);
+        }
+    };
+
+    /** A catalog record as {@link Catalog#encodeItem} writes it. */
+    static final ValueCodec<Catalog.Item> ITEM = new ValueCodec<>() {
+        @Override
+        public byte[] encode(Catalog.Item item) {
+            return Catalog.encodeItem(item);
+        }
+
+        @Override
+        public Catalog.Item decode(String key, byte[] bytes) {
+            try {
+                return Catalog.decodeItem(bytes);
+            } catch (IOException e) {
+                throw new UncheckedIOException("the catalog record " + key.replace('\u0000', '/') + ": " + e.getMessage(), e);
+            }
         }
     };
 

@@ -29,7 +29,7 @@ import java.util.Map;
  *   "CONCLAVE-SNAPSHOT\n"  the magic (18 bytes)
  *   int                    the format version, 1
  *   int, bytes             the metadata: a JSON object in UTF-8, at most 64 KiB
- *   long, bytes            the state: the key/value store's state ({@link KvStateMachine.State#writeTo})
+ *   long, bytes            the state: the key/value store's state and the catalog ({@link KvStateMachine.State#writeTo})
  *   32 bytes               the SHA-256 of everything before
  * </pre>
  *
@@ -51,7 +51,7 @@ public final class SnapshotArchive {
      * lies in the file, so that the users' keys are read again one at a time ({@link #users()}) and never held whole.
      */
     public record Contents(JsonObject meta, Path file, long stateStart, long stateBytes, long index, long keys,
-                           Map<String, KvEntry> system) {
+                           Map<String, KvEntry> system, List<Catalog.Item> catalog) {
 
         /** The users' keys, read from the file in order, one at a time; close it when done. Blocking. */
         public EntryReader users() throws IOException {
@@ -77,7 +77,13 @@ public final class SnapshotArchive {
                     live.add(entry.key());
                 }
             });
-            return Holdings.of(keys, live);
+            Holdings holdings = Holdings.of(keys, live);
+            if (catalog == null) {
+                return holdings;
+            }
+            long[] counts = new long[3];
+            catalog.forEach(item -> counts[item instanceof Catalog.NodeItem ? 0 : item instanceof Catalog.ServiceItem ? 1 : 2]++);
+            return holdings.withCatalog(counts[0], counts[1], counts[2]);
         }
     }
 
@@ -133,13 +139,28 @@ public final class SnapshotArchive {
 
     /**
      * What an archive holds, counted: the users' keys, and its system entries — ACL tokens and policies (a restore
-     * brings them back, as Consul's does), whether ACLs were bootstrapped, and the replicated settings. Sessions are
-     * never in an archive (restored keys hold no lock).
+     * brings them back, as Consul's does), whether ACLs were bootstrapped, and the replicated settings — and the
+     * service catalog (a restore replaces the catalog with it, as Consul's does; an archive written before the catalog
+     * holds none, and its restore keeps the live one). Sessions are never in an archive (restored keys hold no lock).
      *
      * @param settings the replicated settings it holds, by name ({@code autopilot}); a system entry of a kind this
      *                 version does not know is named by its key
+     * @param nodes    the catalog's nodes
+     * @param services the catalog's service instances
+     * @param checks   the catalog's checks
      */
-    public record Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings) {
+    public record Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings, long nodes,
+                           long services, long checks) {
+
+        /** Holdings without a catalog part. */
+        public Holdings(long keys, long aclTokens, long aclPolicies, boolean aclBootstrapped, List<String> settings) {
+            this(keys, aclTokens, aclPolicies, aclBootstrapped, settings, 0, 0, 0);
+        }
+
+        /** These holdings with the catalog's counts. */
+        public Holdings withCatalog(long nodeCount, long serviceCount, long checkCount) {
+            return new Holdings(keys, aclTokens, aclPolicies, aclBootstrapped, settings, nodeCount, serviceCount, checkCount);
+        }
 
         /** The holdings of a state with {@code keys} users' keys and these system entries that are not deletions. */
         public static Holdings of(long keys, Collection<String> systemKeys) {
@@ -171,13 +192,15 @@ public final class SnapshotArchive {
                     live.add(entry.key());
                 }
             });
-            return of(state.keys(), live);
+            Catalog catalog = state.catalog();
+            return of(state.keys(), live).withCatalog(catalog.nodeCount(), catalog.serviceCount(), catalog.checkCount());
         }
 
         /** As {@code snapshot inspect -format=json} shows them. */
         public JsonObject toJson() {
             return new JsonObject().put("Keys", keys).put("AclTokens", aclTokens).put("AclPolicies", aclPolicies)
-                    .put("AclBootstrapped", aclBootstrapped).put("Sessions", 0).put("Settings", new io.vertx.core.json.JsonArray(settings));
+                    .put("AclBootstrapped", aclBootstrapped).put("Sessions", 0).put("Settings", new io.vertx.core.json.JsonArray(settings))
+                    .put("Nodes", nodes).put("Services", services).put("Checks", checks);
         }
     }
 
@@ -220,9 +243,16 @@ public final class SnapshotArchive {
             DataInputStream data = new DataInputStream(bounded);
             long[] keys = {0};
             Map<String, KvEntry> system = new java.util.TreeMap<>();
+            List<Catalog.Item>[] catalog = new List[1]; // stays null for an archive written before the catalog
             long index;
             try {
-                index = KvStateMachine.State.readFrom(data, entry -> keys[0]++, entry -> system.put(entry.key(), entry));
+                index = KvStateMachine.State.readFrom(data, entry -> keys[0]++, entry -> system.put(entry.key(), entry), item -> {
+                    if (item == null) {
+                        catalog[0] = new ArrayList<>();
+                    } else {
+                        catalog[0].add(item);
+                    }
+                });
             } catch (java.io.EOFException e) {
                 throw new IOException("damaged snapshot " + file + ": its state ends early");
             } catch (IOException e) {
@@ -231,7 +261,8 @@ public final class SnapshotArchive {
             if (data.read() != -1) {
                 throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
             }
-            return new Contents(layout.meta, file, layout.stateStart, layout.stateBytes, index, keys[0], system);
+            return new Contents(layout.meta, file, layout.stateStart, layout.stateBytes, index, keys[0], system,
+                    catalog[0] == null ? null : List.copyOf(catalog[0]));
         }
     }
 
@@ -255,7 +286,8 @@ public final class SnapshotArchive {
             if (data.read() != -1) {
                 throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
             }
-            return new Summary(layout.meta, layout.stateBytes, channel.size(), Holdings.of(census.keys(), census.systemKeys()));
+            return new Summary(layout.meta, layout.stateBytes, channel.size(), Holdings.of(census.keys(), census.systemKeys())
+                    .withCatalog(census.nodes(), census.services(), census.checks()));
         }
     }
 

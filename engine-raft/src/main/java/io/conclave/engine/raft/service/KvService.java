@@ -39,6 +39,8 @@ public final class KvService {
     private final String stateMachineName;
     private final boolean available;
     private final KvWatches watches;
+    /** The engine's state machine when it is the key/value store, else {@code null}. */
+    private final KvStateMachine machine;
 
     /**
      * @param stateMachine     the engine's state machine: this service serves it only if it is the {@link KvStateMachine}
@@ -49,8 +51,16 @@ public final class KvService {
         this.stateMachineName = stateMachineName;
         this.available = stateMachine instanceof KvStateMachine;
         this.watches = new KvWatches(() -> readStore(KvStateMachine::view));
-        if (stateMachine instanceof KvStateMachine kv) {
-            kv.onChange(watches); // blocking queries are woken by the applies that concern them
+        this.machine = stateMachine instanceof KvStateMachine kv ? kv : null;
+        if (machine != null) {
+            machine.onChange(watches); // blocking queries are woken by the applies that concern them
+        }
+    }
+
+    /** Tells {@code listener} (too) of each change to the catalog as it is applied (nothing when the store is not served). */
+    public void onCatalogChange(KvStateMachine.CatalogListener listener) {
+        if (machine != null) {
+            machine.onCatalogChange(listener);
         }
     }
 
@@ -73,10 +83,22 @@ public final class KvService {
 
     /** Applies {@code command} through the log (proposed, or forwarded to the leader); its typed answer. */
     public Future<KvResult> submit(KvCommand command) {
+        return submit(command, raft::submit);
+    }
+
+    /**
+     * Applies {@code command} only if this server leads, proposed here ({@link RaftService#submitHere}), and completes with
+     * whether it took effect, as {@link #apply}: for the leader's own writes.
+     */
+    public Future<Boolean> applyHere(KvCommand command) {
+        return submit(command, raft::submitHere).compose(KvService::took);
+    }
+
+    private Future<KvResult> submit(KvCommand command, Function<byte[], Future<byte[]>> way) {
         if (!available) {
             return Future.failedFuture(new NotAvailableException(stateMachineName));
         }
-        return raft.submit(command.encode()).compose(bytes -> {
+        return way.apply(command.encode()).compose(bytes -> {
             try {
                 return Future.succeededFuture(KvResult.decode(bytes));
             } catch (IllegalArgumentException e) {
@@ -90,15 +112,17 @@ public final class KvService {
      * future with {@link CommandFailedException} (Consul answers it 500 with its message).
      */
     public Future<Boolean> apply(KvCommand command) {
-        return submit(command).compose(result -> {
-            if (result instanceof KvResult.Done done) {
-                return Future.succeededFuture(done.ok());
-            }
-            if (result instanceof KvResult.Failed failed) {
-                return Future.failedFuture(new CommandFailedException(failed.message()));
-            }
-            return Future.failedFuture(new UnreadableResultException("a transaction's answer to a " + command.op() + " command"));
-        });
+        return submit(command).compose(KvService::took);
+    }
+
+    private static Future<Boolean> took(KvResult result) {
+        if (result instanceof KvResult.Done done) {
+            return Future.succeededFuture(done.ok());
+        }
+        if (result instanceof KvResult.Failed failed) {
+            return Future.failedFuture(new CommandFailedException(failed.message()));
+        }
+        return Future.failedFuture(new UnreadableResultException("a transaction's answer where a true or false was expected"));
     }
 
     /** The store refused a command as given (a lock with an unknown session): Consul answers 500 with the message. */

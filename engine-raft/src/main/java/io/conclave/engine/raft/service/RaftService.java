@@ -95,6 +95,17 @@ public final class RaftService {
     }
 
     /**
+     * Proposes {@code command} on this server only, and only while it leads: never forwarded to another server, never
+     * tried again. For the leader's own writes decided from its own view (its reconcile of membership into the
+     * catalog): a server that does not lead must write nothing of what it sees. Fails with {@link RefusedException}
+     * (not the leader) when certainly not applied, {@link OutcomeUnknownException} when it may have been.
+     */
+    public Future<byte[]> submitHere(byte[] command) {
+        return bounded(node.proposeIndexed(command).map(applied -> applied.result()), () -> new OutcomeUnknownException("no answer"
+                + " within " + attemptTimeout.toMillis() + " ms; the write may or may not be applied"));
+    }
+
+    /**
      * A write's outcome: the state machine's answer, and, when another server (the leader) applied it, the index of
      * its entry there and that server — what this one applies up to before answering; {@code index} 0: nothing to
      * wait for (applied here, or this server applies nothing more).

@@ -1,9 +1,7 @@
 package io.conclave.engine.raft.service;
 
-import io.conclave.api.membership.Member;
-import io.conclave.api.membership.MemberStatus;
-import io.conclave.api.membership.MembershipEvent;
 import io.conclave.engine.raft.core.Role;
+import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvResult;
 import io.conclave.engine.raft.kv.KvTxn;
@@ -30,8 +28,10 @@ import org.slf4j.LoggerFactory;
  *     renew applied (Consul's multiplier), by a {@code SESSION_DESTROY} entry that names the renew it expired — a
  *     renew applied first voids it. A new leader starts every TTL again, as Consul's does: a session never expires
  *     sooner than its TTL after its last renew by any leader's clock.</li>
- * <li><b>Node health</b>, on the leader: a session whose checks hold {@code serfHealth} is destroyed when its node
- *     fails, leaves or is forgotten in membership (and at a leadership's start, if it already is).</li>
+ * <li><b>Node health</b> is the catalog's, as Consul's: a session bound to a check (its node's {@code serfHealth}, which
+ *     the leader's {@link CatalogReconciler} writes from membership, or any other check) is invalidated by the state
+ *     machine when that check is written critical or removed, or its node deregistered — in the same log entry, so on
+ *     every server at once.</li>
  * <li><b>Lock-delay</b>, on every server: when a session is invalidated, each key it held cannot be acquired for its
  *     {@code LockDelay}, by this server's clock from the moment it applied the invalidation; the leader checks it
  *     before it proposes an acquire ({@link RaftNode#admission}). A new leader gives every key still in its delay a
@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
 public final class SessionKeeper implements KvStateMachine.SessionListener, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.session");
-    public static final String SERF_HEALTH = "serfHealth";
+    public static final String SERF_HEALTH = Catalog.SERF_HEALTH;
     private static final byte[] FALSE = KvResult.FALSE.encode();
 
     private record Delay(long untilNanos, long delayNanos) {
@@ -56,41 +56,20 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
     });
     private final RaftNode node;
     private final KvService kv;
-    private final Supplier<List<Member>> members;
     private final Map<String, Delay> lockDelays = new ConcurrentHashMap<>();
     // on the keeper's thread only
     private final SessionTtl ttls = new SessionTtl();
     private boolean leading;
 
-    public SessionKeeper(RaftNode node, KvService kv, Supplier<List<Member>> members) {
+    public SessionKeeper(RaftNode node, KvService kv) {
         this.node = node;
         this.kv = kv;
-        this.members = members;
     }
 
     /** Starts watching for leadership; {@code node.admission} is set to the lock-delay check. */
     public void start() {
         node.admission(this::admit);
         thread.scheduleWithFixedDelay(this::checkLeadership, 0, 50, TimeUnit.MILLISECONDS); // TTLs are checked at each tick too
-    }
-
-    /** The membership events: a failed, left or forgotten node's sessions are destroyed (by the leader). */
-    public void membershipChanged(MembershipEvent event) {
-        if (event.type() == MembershipEvent.Type.FAILED || event.type() == MembershipEvent.Type.LEFT
-                || event.type() == MembershipEvent.Type.REAPED) {
-            String name = event.member().name();
-            thread.execute(() -> {
-                if (leading) {
-                    kv.readStore(KvStateMachine::sessions).onSuccess(all -> thread.execute(() -> {
-                        for (Session session : all.values()) {
-                            if (session.node().equals(name) && session.checks().contains(SERF_HEALTH)) {
-                                invalidate(session.id(), KvCommand.NO_CAS, "its node " + name + " is " + event.type().name().toLowerCase());
-                            }
-                        }
-                    }));
-                }
-            });
-        }
     }
 
     /** On the leader, before an acquire is proposed: refused (false, as Consul's) while its key is in lock-delay. */
@@ -186,19 +165,8 @@ public final class SessionKeeper implements KvStateMachine.SessionListener, Auto
             if (!leading) {
                 return;
             }
-            Map<String, MemberStatus> status = new HashMap<>();
-            for (Member member : members.get()) {
-                status.put(member.name(), member.status());
-            }
             ttls.lead(System.nanoTime(), all.values()); // every TTL starts again
             int armed = ttls.timed();
-            for (Session session : all.values()) {
-                MemberStatus nodeStatus = status.get(session.node());
-                if (session.checks().contains(SERF_HEALTH) && nodeStatus != MemberStatus.ALIVE && nodeStatus != MemberStatus.LEAVING) {
-                    invalidate(session.id(), KvCommand.NO_CAS, "its node " + session.node() + " is "
-                            + (nodeStatus == null ? "not a member" : nodeStatus.name().toLowerCase()));
-                }
-            }
             if (armed > 0) {
                 LOG.info("leading: the TTLs of {} sessions start again, as a new leader's do", armed);
             }

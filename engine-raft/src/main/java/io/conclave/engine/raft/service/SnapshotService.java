@@ -2,6 +2,7 @@ package io.conclave.engine.raft.service;
 
 import io.conclave.api.ConclaveVersion;
 import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.kv.KvStateMachine;
@@ -35,7 +36,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A restore brings the archive's ACL tokens and policies back, as Consul's does: a token deleted since the archive
  * was saved is valid again (logged at WARN, with how many); tokens and policies created since are kept. Sessions are
- * not in the archive.
+ * not in the archive. The service catalog is, and a restore replaces the catalog with the archive's, as Consul's does
+ * (an archive saved before Conclave had a catalog leaves the live one as it is); the leader's reconcile then sets every
+ * member's {@code serfHealth} from membership again.
  *
  * <p>Unlike Consul's, the archive holds the key/value store, not the Raft log and configuration: restoring into
  * another cluster keeps that cluster's servers, and every restored key is written anew at the restore's log index
@@ -106,15 +109,17 @@ public final class SnapshotService {
      */
     public Future<SnapshotArchive.Contents> restore(SnapshotArchive.Contents contents) {
         String id = UUID.randomUUID().toString();
-        long total = contents.keys() + contents.system().size();
+        List<Catalog.Item> catalogItems = contents.catalog();
+        long total = contents.keys() + contents.system().size() + (catalogItems == null ? 0 : catalogItems.size());
         LOG.info("snapshot restore {}: {} keys and {} system entries from {} (index {} of datacenter {}, saved {})", id,
                 contents.keys(), contents.system().size(), contents.meta().getString("Node", "?"),
                 contents.meta().getValue("Index"), contents.meta().getString("Datacenter", "?"), contents.meta().getString("Created", "?"));
         SnapshotArchive.Holdings holdings = contents.holdings();
         SnapshotArchive.EntryReader[] reader = {null};
         // the users' keys are read from the file as they are proposed, a chunk at a time, on a worker
-        return vertx.executeBlocking(() -> new Cursor(reader[0] = contents.users()), false)
-                .compose(users -> chunks(id, 0, users, new Cursor(contents.system().values().iterator())))
+        return vertx.executeBlocking(() -> new Cursor<>(reader[0] = contents.users()), false)
+                .compose(users -> chunks(id, 0, users, new Cursor<>(contents.system().values().iterator()),
+                        catalogItems == null ? null : new Cursor<>(catalogItems.iterator())))
                 .compose(count -> kv.readStore(machine -> machine.view()) // O(1): the store as it is now, read on a worker
                         .compose(view -> vertx.executeBlocking(() -> {
                             try (view) {
@@ -181,48 +186,50 @@ public final class SnapshotService {
     }
 
     /** Proposes the chunks from {@code seq} on, one after another; completes with their number. */
-    private Future<Integer> chunks(String id, int seq, Cursor users, Cursor system) {
-        if (seq > 0 && !users.hasNext() && !system.hasNext()) {
+    private Future<Integer> chunks(String id, int seq, Cursor<KvEntry> users, Cursor<KvEntry> system, Cursor<Catalog.Item> catalog) {
+        if (seq > 0 && !users.hasNext() && !system.hasNext() && (catalog == null || !catalog.hasNext())) {
             return Future.succeededFuture(seq);
         }
-        return vertx.executeBlocking(() -> nextChunk(users, system), false) // bounded, but kept off the event loop
+        return vertx.executeBlocking(() -> nextChunk(users, system, catalog), false) // bounded, but kept off the event loop
                 .compose(batch -> expect(kv.apply(new KvCommand(KvCommand.Op.RESTORE_CHUNK, id, batch, 0, seq)),
                         "lost its place: another restore started meanwhile"))
-                .compose(v -> chunks(id, seq + 1, users, system));
+                .compose(v -> chunks(id, seq + 1, users, system, catalog));
     }
 
-    /** Entries to be proposed, with a look at the next one. */
-    private static final class Cursor {
-        private final Iterator<KvEntry> entries;
-        private KvEntry next;
+    /** Records to be proposed, with a look at the next one. */
+    static final class Cursor<T> {
+        private final Iterator<T> items;
+        private T next;
 
-        Cursor(Iterator<KvEntry> entries) {
-            this.entries = entries;
-            this.next = entries.hasNext() ? entries.next() : null;
+        Cursor(Iterator<T> items) {
+            this.items = items;
+            this.next = items.hasNext() ? items.next() : null;
         }
 
         boolean hasNext() {
             return next != null;
         }
 
-        KvEntry peek() {
+        T peek() {
             return next;
         }
 
-        KvEntry take() {
-            KvEntry taken = next;
-            next = entries.hasNext() ? entries.next() : null;
+        T take() {
+            T taken = next;
+            next = items.hasNext() ? items.next() : null;
             return taken;
         }
     }
 
     /**
-     * The next chunk: the users' entries, then the system entries, up to {@link #CHUNK_BYTES} — or one entry alone
-     * when it is larger (a value of up to 512 KiB), so that a chunk always fits in a log entry.
+     * The next chunk: the users' entries, then the system entries, then the catalog's records ({@code catalog}
+     * {@code null}: the archive has no catalog), up to {@link #CHUNK_BYTES} — or one record alone when it is larger (a
+     * value of up to 512 KiB), so that a chunk always fits in a log entry.
      */
-    static byte[] nextChunk(Cursor users, Cursor system) {
+    static byte[] nextChunk(Cursor<KvEntry> users, Cursor<KvEntry> system, Cursor<Catalog.Item> catalog) {
         List<KvEntry> userBatch = new ArrayList<>();
         List<KvEntry> systemBatch = new ArrayList<>();
+        List<Catalog.Item> catalogBatch = catalog == null ? null : new ArrayList<>();
         long bytes = 0;
         while (users.hasNext() && (bytes == 0 || bytes + KvStateMachine.encodedSize(users.peek()) <= CHUNK_BYTES)) {
             bytes += KvStateMachine.encodedSize(users.peek());
@@ -232,7 +239,12 @@ public final class SnapshotService {
             bytes += KvStateMachine.encodedSize(system.peek());
             systemBatch.add(system.take());
         }
-        byte[] batch = KvStateMachine.encodeBatch(userBatch, systemBatch);
+        while (catalog != null && !users.hasNext() && !system.hasNext() && catalog.hasNext()
+                && (bytes == 0 || bytes + Catalog.encodedSize(catalog.peek()) <= CHUNK_BYTES)) {
+            bytes += Catalog.encodedSize(catalog.peek());
+            catalogBatch.add(catalog.take());
+        }
+        byte[] batch = KvStateMachine.encodeBatch(userBatch, systemBatch, catalogBatch);
         if (batch.length > Limits.MAX_ENTRY_BYTES - 1024) {
             throw new IllegalStateException("a restore chunk of " + batch.length + " bytes: above a log entry's limit");
         }

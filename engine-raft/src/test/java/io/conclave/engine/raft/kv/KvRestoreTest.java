@@ -178,7 +178,7 @@ class KvRestoreTest {
         java.util.Map<String, KvEntry> users = new java.util.TreeMap<>();
         java.util.Map<String, KvEntry> system = new java.util.TreeMap<>();
         long index = KvStateMachine.State.readFrom(new ByteArrayInputStream(bytes.toByteArray()), entry -> users.put(entry.key(), entry),
-                entry -> system.put(entry.key(), entry));
+                entry -> system.put(entry.key(), entry), item -> { });
         assertEquals(state.index(), index);
         assertEquals(SnapshotArchiveTest.entriesOf(state).keySet(), users.keySet());
         assertArrayEquals(kv.get("keep/a").value(), users.get("keep/a").value());
@@ -187,8 +187,8 @@ class KvRestoreTest {
         byte[] wrongVersion = bytes.toByteArray().clone();
         wrongVersion[3] = 7;
         assertEquals("unknown key/value state version 7", assertThrows(IOException.class,
-                () -> KvStateMachine.State.readFrom(new ByteArrayInputStream(wrongVersion), entry -> { }, entry -> { })).getMessage());
+                () -> KvStateMachine.State.readFrom(new ByteArrayInputStream(wrongVersion), entry -> { }, entry -> { }, item -> { })).getMessage());
         byte[] cut = java.util.Arrays.copyOf(bytes.toByteArray(), bytes.size() - 3);
-        assertThrows(IOException.class, () -> KvStateMachine.State.readFrom(new ByteArrayInputStream(cut), entry -> { }, entry -> { }));
+        assertThrows(IOException.class, () -> KvStateMachine.State.readFrom(new ByteArrayInputStream(cut), entry -> { }, entry -> { }, item -> { }));
     }
 }

@@ -9,14 +9,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * An in-JVM transport for runtime tests: messages hop straight onto the peer's context; links can be cut. A
  * snapshot's content goes chunk by chunk from the sender's source into the receiver's sink, as over gRPC.
  */
-final class LocalTransport {
+public final class LocalTransport {
 
     static final int CHUNK_BYTES = 64 * 1024;
 
-    final Map<String, RaftNode> nodes = new ConcurrentHashMap<>();
-    final Set<String> down = ConcurrentHashMap.newKeySet();
+    /** The nodes by ID: a node receives only once it is here. */
+    public final Map<String, RaftNode> nodes = new ConcurrentHashMap<>();
+    /** The nodes cut off: nothing reaches them, nothing they send arrives. */
+    public final Set<String> down = ConcurrentHashMap.newKeySet();
 
-    RaftNode.Transport from(String sender) {
+    /** The transport a node {@code sender} sends with. */
+    public RaftNode.Transport from(String sender) {
         return new RaftNode.Transport() {
             @Override
             public void send(Message message) {
