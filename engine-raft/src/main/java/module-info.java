@@ -14,6 +14,7 @@ module io.conclave.engine.raft {
     requires org.slf4j;
     requires org.pcollections;
     requires java.management;
+    requires jdk.unsupported; // sun.misc.Signal: SIGHUP reloads the configuration, as Consul's agent does
     requires micrometer.core;
     requires micrometer.registry.prometheus;
     requires org.bouncycastle.pkix;
@@ -25,6 +26,7 @@ module io.conclave.engine.raft {
     exports io.conclave.engine.raft.plugins to io.conclave.cli;
     exports io.conclave.engine.raft.kv to io.conclave.cli;
     exports io.conclave.engine.raft.tls to io.conclave.cli;
+    exports io.conclave.engine.raft.service to io.conclave.cli; // LogSource: the command line's logs for /v1/agent/monitor
     exports io.conclave.engine.raft.builtin;
 
     uses io.conclave.api.membership.MembershipProvider;

@@ -1,5 +1,6 @@
 package io.conclave.cli;
 
+import io.conclave.engine.raft.agent.AgentControls;
 import io.conclave.engine.raft.agent.AgentLauncher;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.config.ConfigException;
@@ -44,7 +45,9 @@ final class AgentCommand implements Callable<Integer> {
             System.err.println("conclave: configuration error: " + e.getMessage());
             return AgentLauncher.EXIT_CONFIGURATION;
         }
-        return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err);
+        // a reload (SIGHUP, conclave reload) reads the same files again; the monitor follows Logback's lines
+        AgentControls controls = new AgentControls(Logging.logSource(config), () -> AgentLauncher.loadConfig(configFiles, configDirs, dev));
+        return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err, controls);
     }
 
     private static Path defaultPluginsDir() {

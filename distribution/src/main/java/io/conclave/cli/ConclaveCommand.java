@@ -18,7 +18,8 @@ import picocli.CommandLine.Command;
         subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, JoinCommand.class,
                 LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, KvCommand.class,
                 OperatorCommand.class, SnapshotCommand.class, LockCommand.class, InfoCommand.class, BenchCommand.class,
-                TlsCommand.class, AclCommand.class, WatchCommand.class, ValidateCommand.class, HelpCommand.class, CompletionCommand.class})
+                TlsCommand.class, AclCommand.class, WatchCommand.class, ValidateCommand.class, MonitorCommand.class, ReloadCommand.class,
+                HelpCommand.class, CompletionCommand.class})
 public final class ConclaveCommand implements Runnable {
 
     @CommandLine.Spec

@@ -1,5 +1,7 @@
 package io.conclave.cli;
 
+import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.service.LogSource;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
@@ -22,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.function.LongSupplier;
 import org.slf4j.LoggerFactory;
 
@@ -42,7 +45,24 @@ final class Logging {
     /** The loggers {@code log_level} sets: Conclave's own. */
     static final List<String> CONCLAVE_LOGGERS = List.of("conclave", "io.conclave");
 
+    /**
+     * The context's object naming Conclave's loggers whose level conf/logback.xml set, found by the first {@link #apply}:
+     * log_level, a reload and the monitors leave them as they are.
+     */
+    private static final String PINNED = "conclave.pinnedLoggers";
+
     private Logging() {
+    }
+
+    /** Whether conf/logback.xml set {@code logger}'s level (then it is pinned there). */
+    static boolean pinned(Logger logger) {
+        return pinnedIn(logger.getLoggerContext()).contains(logger.getName());
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Set<String> pinnedIn(LoggerContext context) {
+        Object pinned = context.getObject(PINNED);
+        return pinned == null ? Set.of() : (Set<String>) pinned;
     }
 
     /**
@@ -72,16 +92,29 @@ final class Logging {
     }
 
     /**
+     * The process's log lines for {@code /v1/agent/monitor} and its level for a reload, once {@link #apply} ran; without
+     * Logback (another back-end on the class path), none.
+     */
+    static LogSource logSource(ConclaveConfig config) {
+        if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context) {
+            return new LogbackLogSource(context, config.logLevel());
+        }
+        return LogSource.NONE;
+    }
+
+    /**
      * Applies to {@code context}: {@code logLevel} to Conclave's loggers that the file left without a level; with
      * {@code log.json()}, a JSON encoder to every stream appender of the root logger; with {@code log.file()}, a rolling
      * file appender on the root logger, writing as the console does. {@code clockMillis} times the rotation by age.
      */
     static void apply(LoggerContext context, String logLevel, ConclaveConfig.Log log, String nodeName, String datacenter,
                       LongSupplier clockMillis) {
+        if (context.getObject(PINNED) == null) { // the first time: the levels found are the file's
+            context.putObject(PINNED, Set.copyOf(CONCLAVE_LOGGERS.stream().filter(name -> context.getLogger(name).getLevel() != null).toList()));
+        }
         for (String name : CONCLAVE_LOGGERS) {
-            Logger logger = context.getLogger(name);
-            if (logger.getLevel() == null) { // a level set in conf/logback.xml is pinned there
-                logger.setLevel(Level.toLevel(logLevel.toUpperCase(Locale.ROOT)));
+            if (!pinnedIn(context).contains(name)) {
+                context.getLogger(name).setLevel(Level.toLevel(logLevel.toUpperCase(Locale.ROOT)));
             }
         }
         context.putProperty("node", nodeName); // in each JSON line's context, for a log shipper
@@ -185,7 +218,7 @@ final class Logging {
     private static void checkWritable(Path file) {
         if (Files.isDirectory(file)) {
             throw new ConfigException("log_file", "value \"" + file + "\" is a folder: end it with '/' to log to "
-                    + file.resolve(io.conclave.engine.raft.config.ConfigLoader.DEFAULT_LOG_FILE_NAME) + " in it");
+                    + file.resolve(ConfigLoader.DEFAULT_LOG_FILE_NAME) + " in it");
         }
         try {
             Files.createDirectories(file.getParent());

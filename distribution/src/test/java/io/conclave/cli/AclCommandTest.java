@@ -3,6 +3,8 @@ package io.conclave.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Cli;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.json.JsonArray;
@@ -10,6 +12,7 @@ import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -39,14 +42,11 @@ class AclCommandTest {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0, \"serf_lan\": 0}, \"acl\": {\"enabled\": true,"
                 + " \"default_policy\": \"deny\"}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        Cli.Run bootstrap;
-        while ((bootstrap = Cli.execute("acl", "bootstrap", address)).exitCode() != 0) { // until the dev server leads
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no bootstrap: " + bootstrap.err());
-            }
-            Thread.sleep(50);
-        }
+        Cli.Run[] last = {null};
+        Cli.Run bootstrap = AgentProcess.awaitValue(() -> "no bootstrap: " + last[0].err(), Duration.ofSeconds(20), () -> {
+            last[0] = Cli.execute("acl", "bootstrap", address);
+            return last[0].exitCode() == 0 ? last[0] : null; // until the dev server leads
+        });
         management = field(bootstrap.out(), "SecretID");
         List<String> lines = bootstrap.out().lines().toList();
         assertEquals(List.of("AccessorID:", "SecretID:", "Description:", "Local:", "Create Time:", "Policies:"),

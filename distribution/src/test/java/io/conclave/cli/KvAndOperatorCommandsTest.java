@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Cli;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.json.JsonArray;
@@ -12,6 +14,7 @@ import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Base64;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -34,13 +37,8 @@ class KvAndOperatorCommandsTest {
     static void startAgent() throws Exception {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success")) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("the dev agent never took a write");
-            }
-            Thread.sleep(50);
-        }
+        AgentProcess.awaitCondition("the dev agent takes a write", Duration.ofSeconds(20),
+                () -> Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success"));
     }
 
     @AfterAll

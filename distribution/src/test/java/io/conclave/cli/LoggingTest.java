@@ -12,6 +12,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.OutputStreamAppender;
 import ch.qos.logback.core.status.Status;
+import io.conclave.cli.harness.Cli;
 import io.conclave.engine.raft.config.ConclaveConfig;
 import io.conclave.engine.raft.config.ConfigException;
 import io.vertx.core.json.JsonObject;

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Cli;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.kv.KvCommand;

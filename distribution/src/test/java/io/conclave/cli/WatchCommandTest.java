@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Cli;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
@@ -12,7 +14,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code conclave watch}'s usage (types, their options; the catalog's types refused until the catalog exists) and the
  * results it hands on, in Consul's {@code api.KVPair} shape. Watching itself, with a handler and SIGINT, is
- * {@link OperatorProcessIT}'s.
+ * {@code process.OperatorProcessIT}'s.
  */
 class WatchCommandTest {
 

@@ -1,21 +1,20 @@
 package io.conclave.plugin.autopilot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.api.NodeIdentity;
+import io.conclave.api.membership.Member;
+import io.conclave.api.membership.MemberStatus;
+import io.conclave.api.membership.MemberTags;
 import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.operator.RaftEvent;
 import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.operator.ServerStats;
-import io.conclave.api.membership.Member;
-import io.conclave.api.membership.MemberStatus;
-import io.conclave.api.membership.MemberTags;
-import io.conclave.api.membership.Membership;
-import io.conclave.api.membership.MembershipEvent;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
+import io.conclave.kit.membership.FakeMembership;
+import io.conclave.testsupport.Poll;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.Duration;
@@ -61,7 +60,7 @@ class ConclaveAutopilotTest {
     void when_a_round_sees_an_operators_removal_before_its_commit_event_then_the_live_server_is_held_out_before_it_is_added_back()
             throws Exception {
         for (int i = 0; i < 3; i++) {
-            membership.alive("s" + i);
+            alive("s" + i);
         }
         operator.configuration = voters("s0", "s1", "s2");
         start();
@@ -79,7 +78,7 @@ class ConclaveAutopilotTest {
     @Test
     void when_a_server_is_removed_while_this_one_follows_then_it_is_still_held_out_once_this_one_leads() throws Exception {
         for (int i = 0; i < 3; i++) {
-            membership.alive("s" + i);
+            alive("s" + i);
         }
         operator.leader = false;
         operator.configuration = voters("s0", "s1", "s2");
@@ -100,7 +99,7 @@ class ConclaveAutopilotTest {
     @Test
     void when_a_new_server_appears_alive_then_it_is_added_at_once() throws Exception {
         for (int i = 0; i < 4; i++) {
-            membership.alive("s" + i);
+            alive("s" + i);
         }
         operator.configuration = voters("s0", "s1", "s2");
         start();
@@ -128,13 +127,7 @@ class ConclaveAutopilotTest {
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within 10 s: " + what);
-            }
-            Thread.sleep(10);
-        }
+        Poll.until(what, Duration.ofSeconds(10), condition);
     }
 
     private static ClusterConfiguration voters(String... ids) {
@@ -149,51 +142,11 @@ class ConclaveAutopilotTest {
         return "127.0.0.1:3" + id.substring(1);
     }
 
-    private static final class FakeMembership implements Membership {
-        final List<Member> members = new CopyOnWriteArrayList<>();
-        final List<Consumer<MembershipEvent>> listeners = new CopyOnWriteArrayList<>();
-
-        void alive(String id) {
-            members.add(new Member("name-" + id, "127.0.0.1", 2000, Map.of(MemberTags.ROLE, MemberTags.ROLE_SERVER,
-                    MemberTags.NODE_ID, id, MemberTags.DATACENTER, DC, MemberTags.RAFT_ADDRESS, address(id),
-                    MemberTags.VERSION, "1"), MemberStatus.ALIVE));
-        }
-
-        @Override
-        public Future<Void> start() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Integer> join(List<String> addresses) {
-            return Future.succeededFuture(0);
-        }
-
-        @Override
-        public Future<Void> leave(Duration timeout) {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Void> stop() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public List<Member> members() {
-            return List.copyOf(members);
-        }
-
-        @Override
-        public Member local() {
-            return members.get(0);
-        }
-
-        @Override
-        public AutoCloseable subscribe(Consumer<MembershipEvent> listener) {
-            listeners.add(listener);
-            return () -> listeners.remove(listener);
-        }
+    /** {@code id} joins membership: an alive server of this datacenter, with its Raft address. */
+    private void alive(String id) {
+        membership.members.add(new Member("name-" + id, "127.0.0.1", 2000, Map.of(MemberTags.ROLE, MemberTags.ROLE_SERVER,
+                MemberTags.NODE_ID, id, MemberTags.DATACENTER, DC, MemberTags.RAFT_ADDRESS, address(id),
+                MemberTags.VERSION, "1"), MemberStatus.ALIVE));
     }
 
     private static final class FakeOperator implements RaftOperator {

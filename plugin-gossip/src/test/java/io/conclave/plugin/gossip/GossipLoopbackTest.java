@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.api.membership.GossipSettings;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MembershipEvent;
+import io.conclave.testsupport.Poll;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,20 +87,17 @@ class GossipLoopbackTest {
 
     /** Waits until no member has started a suspicion for {@code quiet}, at most {@code deadline}. */
     static Duration settle(List<GossipMembership> members, Duration quiet, Duration deadline) throws InterruptedException {
-        long start = System.nanoTime();
-        long last = -1;
-        long quietSince = start;
-        while (System.nanoTime() - start < deadline.toNanos()) {
+        long[] last = {-1};
+        long[] quietSince = {System.nanoTime()};
+        return Poll.until(() -> "the cluster stops suspecting members for " + quiet, deadline, Duration.ofMillis(50), () -> {
             long suspicions = members.stream().mapToLong(m -> m.counters().get("gossip.suspicions")).sum();
             long now = System.nanoTime();
-            if (suspicions != last) {
-                last = suspicions;
-                quietSince = now;
-            } else if (now - quietSince >= quiet.toNanos()) {
-                return Duration.ofNanos(now - start);
+            if (suspicions != last[0]) {
+                last[0] = suspicions;
+                quietSince[0] = now;
+                return false;
             }
-            TimeUnit.MILLISECONDS.sleep(50);
-        }
-        throw new AssertionError("the cluster kept suspecting members for " + deadline);
+            return now - quietSince[0] >= quiet.toNanos();
+        });
     }
 }

@@ -2,13 +2,14 @@ package io.conclave.plugin.gossip;
 
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.PluginContext;
-import io.conclave.api.operator.RaftOperator;
 import io.conclave.api.membership.GossipSettings;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;
 import io.conclave.api.membership.MembershipEvent;
 import io.conclave.api.membership.MembershipSettings;
+import io.conclave.api.operator.RaftOperator;
+import io.conclave.testsupport.Poll;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
@@ -105,18 +106,7 @@ final class LoopbackMembers implements AutoCloseable {
 
     /** Polls {@code condition} every 10 ms until {@code deadline}; the time it took, or throws. */
     static Duration await(BooleanSupplier condition, Duration deadline, String what) throws InterruptedException {
-        long start = System.nanoTime();
-        long end = start + deadline.toNanos();
-        while (System.nanoTime() < end) {
-            if (condition.getAsBoolean()) {
-                return Duration.ofNanos(System.nanoTime() - start);
-            }
-            TimeUnit.MILLISECONDS.sleep(10);
-        }
-        if (condition.getAsBoolean()) {
-            return Duration.ofNanos(System.nanoTime() - start);
-        }
-        throw new AssertionError(what + " did not happen within " + deadline);
+        return Poll.until(what, deadline, condition);
     }
 
     long count(MembershipEvent.Type type, String subject) {

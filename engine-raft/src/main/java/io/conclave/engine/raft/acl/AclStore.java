@@ -68,8 +68,8 @@ public final class AclStore {
 
     private final boolean defaultAllow;
     private final Optional<String> initialManagementHash;
-    private final Optional<String> agentTokenHash;
-    private final String agentName;
+    private volatile Optional<String> agentTokenHash;
+    private final Authorizer agentAuthorizer;
     private volatile State state = new State(Map.of(), Map.of(), Map.of(), 0);
     private final Map<String, Authorizer> cache = new ConcurrentHashMap<>();
 
@@ -77,7 +77,8 @@ public final class AclStore {
         this.defaultAllow = defaultAllow;
         this.initialManagementHash = initialManagement.map(AclStore::hash);
         this.agentTokenHash = agentToken.map(AclStore::hash);
-        this.agentName = agentName;
+        this.agentAuthorizer = Authorizer.of(List.of(new AclRules(Map.of(AclRules.Resource.AGENT, Map.of(agentName, AclRules.Access.WRITE),
+                AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null, null)), false);
     }
 
     public static String hash(String secret) {
@@ -139,12 +140,26 @@ public final class AclStore {
         cache.clear(); // a change to any policy or token: every decision is made again
     }
 
+    /**
+     * Replaces the agent's token ({@code tokens.agent}), as a reload does: the old one names no token from now on, the
+     * new one has the agent token's rights (the agent token's decision is never cached, so none is left behind).
+     */
+    public void agentToken(Optional<String> secret) {
+        agentTokenHash = secret.map(AclStore::hash);
+    }
+
     /** What a request's secret may do: empty when the secret names no token ("ACL not found"). */
     public Optional<Authorizer> resolve(String secret) {
         if (secret == null || secret.isEmpty() || secret.equals("anonymous")) {
             return Optional.of(cache.computeIfAbsent("", s -> Authorizer.of(List.of(), defaultAllow)));
         }
         String hash = hash(secret);
+        Optional<String> agentHash = agentTokenHash;
+        if (agentHash.isPresent() && MessageDigest.isEqual(agentHash.get().getBytes(StandardCharsets.US_ASCII),
+                hash.getBytes(StandardCharsets.US_ASCII))) {
+            // the agent's own token, never cached (a reload replaces it): what Consul's agent token needs, on this agent's node
+            return Optional.of(agentAuthorizer);
+        }
         Authorizer cached = cache.get(hash);
         if (cached != null) {
             return Optional.of(cached);
@@ -153,10 +168,6 @@ public final class AclStore {
         if (initialManagementHash.isPresent() && MessageDigest.isEqual(initialManagementHash.get().getBytes(StandardCharsets.US_ASCII),
                 hash.getBytes(StandardCharsets.US_ASCII))) {
             resolved = Authorizer.management();
-        } else if (agentTokenHash.isPresent() && agentTokenHash.get().equals(hash)) {
-            // the agent's own token: what Consul's agent token needs, on this agent's node
-            resolved = Authorizer.of(List.of(new AclRules(Map.of(AclRules.Resource.AGENT, Map.of(agentName, AclRules.Access.WRITE),
-                    AclRules.Resource.NODE, Map.of(agentName, AclRules.Access.WRITE)), Map.of(), null, null, null)), false);
         } else {
             Token token = state.bySecretHash().get(hash);
             if (token == null) {

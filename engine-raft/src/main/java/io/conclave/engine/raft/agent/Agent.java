@@ -1,5 +1,6 @@
 package io.conclave.engine.raft.agent;
 
+import io.conclave.engine.raft.config.ConfigException;
 import io.conclave.api.ConclaveVersion;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.storage.DirectoryLock;
@@ -62,7 +63,7 @@ public final class Agent implements AutoCloseable {
     private volatile Throwable failure;
 
     private Agent(ConclaveConfig config, PluginRegistry registry, Path dataDir, boolean temporaryDataDir, String nodeId,
-                  boolean nodeIdStored, DirectoryLock dataDirLock) {
+                  boolean nodeIdStored, DirectoryLock dataDirLock, AgentControls controls) {
         this.dataDirLock = dataDirLock;
         this.dataDir = dataDir;
         this.temporaryDataDir = temporaryDataDir;
@@ -70,7 +71,8 @@ public final class Agent implements AutoCloseable {
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
         this.vertx = Vertx.vertx(vertxOptions());
         this.blockedThreads = BlockedThreadWatch.install(vertx);
-        this.assembly = new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause);
+        this.assembly = new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause,
+                controls);
     }
 
     private static VertxOptions vertxOptions() {
@@ -93,6 +95,11 @@ public final class Agent implements AutoCloseable {
      * @param pluginsDir the plugins folder ({@code plugins_dir} in the configuration wins), or {@code null}
      */
     public static Agent start(ConclaveConfig config, Path pluginsDir) {
+        return start(config, pluginsDir, AgentControls.NONE);
+    }
+
+    /** As {@link #start(ConclaveConfig, Path)}, with what the process gives its agent: its logs, its configuration files. */
+    public static Agent start(ConclaveConfig config, Path pluginsDir, AgentControls controls) {
         Path effectivePluginsDir = config.pluginsDir().orElse(pluginsDir);
         Map<String, String> chosen = new LinkedHashMap<>(config.plugins());
         if (config.dev()) {
@@ -124,7 +131,7 @@ public final class Agent implements AutoCloseable {
             throw e;
         }
         Agent agent = new Agent(config, registry, dataDir, temporary, storedNodeId.orElseGet(() -> NodeIdFile.fresh(config.nodeId())),
-                storedNodeId.isPresent(), lock);
+                storedNodeId.isPresent(), lock, controls);
         try {
             agent.assembly.assemble();
         } catch (RuntimeException e) {
@@ -153,6 +160,16 @@ public final class Agent implements AutoCloseable {
             assembly.leave().handOverBeforeStop(handOver);
         }
         stop();
+    }
+
+    /**
+     * Reloads the configuration files (SIGHUP): applies what can change at run time, names in one WARN line what cannot.
+     * Blocking: call off the event loops.
+     *
+     * @throws ConfigException for a configuration that does not parse: nothing changed
+     */
+    public void reload() {
+        assembly.reload();
     }
 
     /** Stops by itself, off the event loops ({@link #stop} closes Vert.x): {@code why} {@code null} for a clean stop. */

@@ -35,6 +35,7 @@ import io.conclave.engine.raft.http.HttpApi;
 import io.conclave.engine.raft.http.KvHttpApi;
 import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
+import io.conclave.engine.raft.http.MonitorHttpApi;
 import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.http.SessionHttpApi;
 import io.conclave.engine.raft.http.SnapshotHttpApi;
@@ -110,6 +111,8 @@ final class AgentAssembly {
     private final Vertx vertx;
     private final BlockedThreadWatch blockedThreads;
     private final LeaveCoordinator.Stop stop;
+    private final AgentControls controls;
+    private Reloader reloader;
     /** The SPIs whose chosen provider the engine called: only those are shown active. */
     private final Set<Spi> engaged = EnumSet.noneOf(Spi.class);
     private final HttpApi http = new HttpApi();
@@ -146,7 +149,7 @@ final class AgentAssembly {
     private int httpsPort = -1;
 
     AgentAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, boolean nodeIdStored,
-                  Vertx vertx, BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop) {
+                  Vertx vertx, BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop, AgentControls controls) {
         this.config = config;
         this.registry = registry;
         this.dataDir = dataDir;
@@ -155,6 +158,7 @@ final class AgentAssembly {
         this.vertx = vertx;
         this.blockedThreads = blockedThreads;
         this.stop = stop;
+        this.controls = controls;
         this.tls = new TlsSetup(vertx, config.datacenter(), config.tls().domain());
     }
 
@@ -517,9 +521,15 @@ final class AgentAssembly {
                 .put("DevMode", config.dev())
                 .put("SessionTTLMin", config.sessionTtlMin().toNanos());
         agentApi = new AgentHttpApi(kv.raft(), new AgentHttpApi.Self(selfConfig, config.nodeMeta(), this::activePlugins, removalPolicy.name()),
-                membership::local, node::coreCounters, node::isStateless, this::plugins, leave::leave);
+                membership::local, node::coreCounters, node::isStateless, this::plugins, leave::leave,
+                () -> vertx.executeBlocking(() -> {
+                    reload();
+                    return null;
+                }, false));
         agentApi.register(http);
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
+        new MonitorHttpApi(vertx, controls.logs()).register(http);
+        reloader = new Reloader(config, controls.reread(), controls.logs(), http, tls, aclStore);
         Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
         if (config.ports().http() < 0) {
             LOG.info("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only");
@@ -587,6 +597,14 @@ final class AgentAssembly {
 
     LeaveCoordinator leave() {
         return leave;
+    }
+
+    /** Reloads the configuration files (blocking): see {@link Reloader}. */
+    void reload() {
+        if (reloader == null) {
+            throw new IllegalStateException("the agent is still starting");
+        }
+        reloader.reload();
     }
 
     int blockingQueries() {

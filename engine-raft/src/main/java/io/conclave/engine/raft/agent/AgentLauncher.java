@@ -28,7 +28,6 @@ public final class AgentLauncher {
     private AgentLauncher() {
     }
 
-    /** Loads the configuration ({@code configFile}, {@code -dev}, or both: the file then overrides). */
     /** {@code -config-file} files and {@code -config-dir} folders, merged as Consul merges them; none: {@code -dev} only. */
     public static ConclaveConfig loadConfig(java.util.List<Path> configFiles, java.util.List<Path> configDirs, boolean dev) {
         if (configFiles.isEmpty() && configDirs.isEmpty()) {
@@ -67,9 +66,17 @@ public final class AgentLauncher {
      * before any logger exists); as {@link #run(Path, boolean, Path, PrintStream)}.
      */
     public static int run(ConclaveConfig config, Path pluginsDir, PrintStream err) {
+        return run(config, pluginsDir, err, AgentControls.NONE);
+    }
+
+    /**
+     * As {@link #run(ConclaveConfig, Path, PrintStream)}, with the process's logs and configuration files: SIGHUP then
+     * reloads the files ({@link Agent#reload}).
+     */
+    public static int run(ConclaveConfig config, Path pluginsDir, PrintStream err, AgentControls controls) {
         Agent agent;
         try {
-            agent = Agent.start(config, pluginsDir);
+            agent = Agent.start(config, pluginsDir, controls);
         } catch (ConfigException e) {
             err.println("conclave: configuration error: " + e.getMessage());
             return EXIT_CONFIGURATION;
@@ -79,6 +86,9 @@ public final class AgentLauncher {
         } catch (StorageException | UncheckedIOException | IllegalStateException e) {
             err.println("conclave: the agent could not start: " + e.getMessage());
             return EXIT_START_FAILED;
+        }
+        if (controls.reread() != null) {
+            reloadOnHangUp(agent, err);
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -112,5 +122,23 @@ public final class AgentLauncher {
             return EXIT_FAILED;
         }
         return EXIT_OK;
+    }
+
+    /**
+     * SIGHUP reloads the configuration files, as Consul's agent does, on a thread of its own (a signal handler must not
+     * wait on the agent); a reload that fails changes nothing and says why (the agent logs it too).
+     */
+    private static void reloadOnHangUp(Agent agent, PrintStream err) {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> new Thread(() -> {
+                try {
+                    agent.reload();
+                } catch (RuntimeException e) {
+                    err.println("conclave: reload failed, nothing changed: " + e.getMessage());
+                }
+            }, "conclave-reload").start());
+        } catch (IllegalArgumentException e) { // a platform without SIGHUP: reload through the HTTP API only
+            err.println("conclave: no SIGHUP here (" + e.getMessage() + "): reload with 'conclave reload'");
+        }
     }
 }

@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.http;
 
 import io.conclave.api.membership.Member;
+import io.conclave.engine.raft.config.ConfigException;
 import io.conclave.engine.raft.service.RaftService;
 import io.conclave.engine.raft.service.RaftStatus;
 import io.vertx.core.Future;
@@ -15,7 +16,7 @@ import java.util.function.Supplier;
 
 /**
  * The agent's own endpoints: Consul's {@code GET /v1/agent/self} ({@code Config}, {@code Member}, {@code Meta} and
- * {@code Stats.raft}), {@code PUT /v1/agent/leave}, {@code GET /v1/status/leader} and {@code GET /v1/status/peers};
+ * {@code Stats.raft}), {@code PUT /v1/agent/leave}, {@code PUT /v1/agent/reload}, {@code GET /v1/status/leader} and {@code GET /v1/status/peers};
  * and Conclave's {@code GET /v1/agent/plugins}.
  */
 public final class AgentHttpApi {
@@ -38,6 +39,7 @@ public final class AgentHttpApi {
     private final BooleanSupplier stateless;
     private final Supplier<JsonArray> pluginList;
     private final Supplier<Future<Void>> leave;
+    private final Supplier<Future<Void>> reload;
 
     /**
      * @param member       this agent as membership sees it
@@ -45,9 +47,11 @@ public final class AgentHttpApi {
      * @param stateless    whether the node is stateless (its ID may have voted before its data was lost)
      * @param pluginList   every provider found ({@code /v1/agent/plugins})
      * @param leave        the agent's leave
+     * @param reload       the agent's reload of its configuration files (fails with the reason nothing changed)
      */
     public AgentHttpApi(RaftService raft, Self self, Supplier<Member> member, Supplier<Future<Map<String, Long>>> coreCounters,
-                        BooleanSupplier stateless, Supplier<JsonArray> pluginList, Supplier<Future<Void>> leave) {
+                        BooleanSupplier stateless, Supplier<JsonArray> pluginList, Supplier<Future<Void>> leave,
+                        Supplier<Future<Void>> reload) {
         this.raft = raft;
         this.self = self;
         this.member = member;
@@ -55,6 +59,7 @@ public final class AgentHttpApi {
         this.stateless = stateless;
         this.pluginList = pluginList;
         this.leave = leave;
+        this.reload = reload;
     }
 
     public void register(HttpApi http) {
@@ -63,6 +68,10 @@ public final class AgentHttpApi {
         http.route(HttpMethod.PUT, "/v1/agent/leave", request -> leave.get()
                 .onSuccess(v -> request.response().setStatusCode(200).end())
                 .onFailure(error -> HttpApi.error(request, 500, "leave failed: " + error.getMessage())));
+        http.route(HttpMethod.PUT, "/v1/agent/reload", request -> reload.get()
+                .onSuccess(v -> request.response().setStatusCode(200).end())
+                .onFailure(error -> HttpApi.error(request, error instanceof ConfigException ? 400 : 500,
+                        "reload failed, nothing changed: " + error.getMessage())));
         http.route(HttpMethod.GET, "/v1/status/leader", request -> {
             String address = raft.leaderAddress();
             HttpApi.json(request, 200, "\"" + (address == null ? "" : address) + "\"");

@@ -44,9 +44,9 @@ public final class HttpApi {
 
     private final List<Route> routes = new ArrayList<>();
     private HttpServer server;
-    private ConclaveConfig.Limits limits = new ConclaveConfig.Limits(ConfigLoader.DEFAULT_HTTP_MAX_CONNS_PER_CLIENT,
+    private volatile ConclaveConfig.Limits limits = new ConclaveConfig.Limits(ConfigLoader.DEFAULT_HTTP_MAX_CONNS_PER_CLIENT,
             ConfigLoader.DEFAULT_HTTP_MAX_CONNS, ConfigLoader.DEFAULT_HTTP_HEADER_TIMEOUT, ConfigLoader.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT, 0);
-    private BodyBudget bodyBudget = new BodyBudget(limits.httpMaxBodyBytesInFlight());
+    private volatile BodyBudget bodyBudget = new BodyBudget(limits.httpMaxBodyBytesInFlight());
     private final java.util.concurrent.ConcurrentHashMap<String, Integer> connectionsByClient = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
     /** Connections past a limit: their first request is answered 429 and they are closed. */
@@ -77,7 +77,7 @@ public final class HttpApi {
      * before buffering them (from {@code Content-Length}, or chunk by chunk) and releases them once answered.
      */
     public static final class BodyBudget {
-        private final long limit;
+        private volatile long limit;
         private final java.util.concurrent.atomic.AtomicLong inFlight = new java.util.concurrent.atomic.AtomicLong();
 
         BodyBudget(long limit) {
@@ -105,6 +105,11 @@ public final class HttpApi {
             return limit;
         }
 
+        /** A new limit, from now on (a reload): what is in flight stays reserved. */
+        void limit(long newLimit) {
+            this.limit = newLimit;
+        }
+
         public long inFlight() {
             return inFlight.get();
         }
@@ -115,6 +120,15 @@ public final class HttpApi {
         this.limits = newLimits;
         this.bodyBudget = new BodyBudget(newLimits.httpMaxBodyBytesInFlight());
         return this;
+    }
+
+    /**
+     * Changes the admission limits of a running server (a reload): connections per client and in all, and the header
+     * time-out apply to the next connection, the body budget to the next body; nothing open is cut.
+     */
+    public void relimit(ConclaveConfig.Limits newLimits) {
+        this.limits = newLimits;
+        bodyBudget.limit(newLimits.httpMaxBodyBytesInFlight());
     }
 
     /** The budget request bodies are buffered under. */

@@ -30,6 +30,11 @@ public final class TlsSetup {
         this.domain = domain;
     }
 
+    /** Reads every interface's files again now (a reload), as the periodic check does; blocking. */
+    public void reloadNow() {
+        files.forEach(TlsFiles::reloadIfChanged);
+    }
+
     /**
      * One interface's TLS, or empty when it has none. Blocking: call from a worker or the starting thread. On the server
      * port a client must present a server certificate of this datacenter when {@code verify_incoming} is on.

@@ -7,8 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.agent.Agent;
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
@@ -36,16 +37,9 @@ class AclApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return call("PUT", "/v1/kv/ready", "yes", INITIAL).body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
+                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
+        client = AgentHttp.newClient();
     }
 
     @AfterAll
@@ -54,13 +48,7 @@ class AclApiTest {
     }
 
     static HttpResponse<String> call(String method, String path, String body, String token) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path))
-                .timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
-        if (token != null) {
-            request.header("X-Consul-Token", token);
-        }
-        return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, agent.httpPort(), path, body, token);
     }
 
     private static void denied(String method, String path, String body, String token) throws Exception {

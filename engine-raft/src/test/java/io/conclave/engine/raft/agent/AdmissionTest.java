@@ -7,18 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;
-import io.conclave.api.membership.Membership;
-import io.conclave.api.membership.MembershipEvent;
 import io.conclave.engine.raft.transport.proto.AdmitRequest;
 import io.conclave.engine.raft.transport.proto.AdmitResponse;
-import io.vertx.core.Future;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import io.conclave.kit.membership.FakeMembership;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -28,14 +22,14 @@ import org.junit.jupiter.api.Test;
  */
 class AdmissionTest {
 
-    private final List<Member> members = new ArrayList<>();
+    private final FakeMembership membership = new FakeMembership();
     private final AtomicReference<String> clusterId = new AtomicReference<>();
     private final AtomicBoolean state = new AtomicBoolean();
-    private final Admission admission = new Admission(null, new FakeMembership(), "me", "dc1", clusterId::get, clusterId::set,
+    private final Admission admission = new Admission(null, membership, "me", "dc1", clusterId::get, clusterId::set,
             state::get, () -> { }, "kv");
 
     private void leader(String id, MemberStatus status, String datacenter, String role) {
-        members.add(new Member("name-" + id, "127.0.0.1", 1, Map.of(MemberTags.ROLE, role, MemberTags.NODE_ID, id,
+        membership.members.add(new Member("name-" + id, "127.0.0.1", 1, Map.of(MemberTags.ROLE, role, MemberTags.NODE_ID, id,
                 MemberTags.DATACENTER, datacenter), status));
     }
 
@@ -56,13 +50,13 @@ class AdmissionTest {
                 "a leader membership does not know (anyone who can reach the server port)");
         leader("L", MemberStatus.FAILED, "dc1", MemberTags.ROLE_SERVER);
         assertEquals("membership shows no alive server L in datacenter dc1", refusal(request("me", "dc1")), "a failed one");
-        members.clear();
+        membership.members.clear();
         leader("L", MemberStatus.ALIVE, "dc2", MemberTags.ROLE_SERVER);
         assertEquals("membership shows no alive server L in datacenter dc1", refusal(request("me", "dc1")), "another datacenter's");
-        members.clear();
+        membership.members.clear();
         leader("L", MemberStatus.ALIVE, "dc1", "client");
         assertEquals("membership shows no alive server L in datacenter dc1", refusal(request("me", "dc1")), "not a server");
-        members.clear();
+        membership.members.clear();
         leader("L", MemberStatus.ALIVE, "dc1", MemberTags.ROLE_SERVER);
         assertEquals("this server is me, not other", refusal(request("other", "dc1")), "meant for another server");
         assertEquals("this server is in datacenter dc1, not dc2", refusal(request("me", "dc2")));
@@ -73,42 +67,5 @@ class AdmissionTest {
         clusterId.set("c-2");
         assertEquals("this server already belongs to another cluster", admission.answer(request("me", "dc1")).result().getMessage());
         assertEquals("c-2", clusterId.get());
-    }
-
-    private final class FakeMembership implements Membership {
-        @Override
-        public Future<Void> start() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Integer> join(List<String> addresses) {
-            return Future.succeededFuture(0);
-        }
-
-        @Override
-        public Future<Void> leave(Duration timeout) {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Void> stop() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public List<Member> members() {
-            return List.copyOf(members);
-        }
-
-        @Override
-        public Member local() {
-            return members.get(0);
-        }
-
-        @Override
-        public AutoCloseable subscribe(Consumer<MembershipEvent> listener) {
-            return () -> { };
-        }
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -14,7 +15,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,27 +22,12 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 class AgentTest {
 
-    /**
-     * The JDK's client, not Vert.x's: with Vert.x 5.0.7's client, about one run in five of KvApiTest lost a
-     * request or its answer on a reused connection (the server logged it answered; the client waited
-     * forever), while 19 runs in a row passed with this one.
-     */
-    static java.net.http.HttpClient client;
-
-    @BeforeAll
-    static void startClient() {
-        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
-                .connectTimeout(java.time.Duration.ofSeconds(5)).build();
-    }
-
     record Response(int status, String body) {
     }
 
     static Response request(int port, HttpMethod method, String path) throws Exception {
-        java.net.http.HttpResponse<String> response = client.send(java.net.http.HttpRequest.newBuilder(
-                        java.net.URI.create("http://127.0.0.1:" + port + path)).timeout(java.time.Duration.ofSeconds(10))
-                .method(method.name(), java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
-                java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> response = AgentHttp.send(AgentHttp.request(method.name(), port, path,
+                java.net.http.HttpRequest.BodyPublishers.noBody(), null, java.time.Duration.ofSeconds(10)));
         return new Response(response.statusCode(), response.body());
     }
 

@@ -3,8 +3,9 @@ package io.conclave.engine.raft.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -32,23 +33,13 @@ class BlockingQueryTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"tombstone_ttl\": \"1s\"}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return put("ready", "yes").body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}, \"tombstone_ttl\": \"1s\"}", null);
+        client = AgentHttp.newClient();
     }
 
     @AfterAll
     static void stop() {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     private static HttpRequest.Builder request(String path) {

@@ -3,7 +3,8 @@ package io.conclave.engine.raft.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
@@ -27,24 +28,13 @@ class KvApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
-        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
-                .connectTimeout(java.time.Duration.ofSeconds(5)).build();
-        io.conclave.engine.raft.testing.Await.until("the single server leads", () -> {
-            try {
-                return call(HttpMethod.GET, "/v1/status/leader", null).body().startsWith("\"127.0.0.1:");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}}");
+        client = AgentHttp.newClient();
     }
 
     @AfterAll
     static void stop() throws Exception {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        org.junit.jupiter.api.Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     /** A request through the JDK's HTTP/1.1 client (a client Conclave did not write), kept-alive connections. */
@@ -74,7 +64,7 @@ class KvApiTest {
      * the same), so it is sent on a connection of its own rather than one the client means to reuse.
      */
     static Response callOnce(HttpMethod method, String path, Buffer body) throws Exception {
-        java.net.http.HttpClient once = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+        java.net.http.HttpClient once = AgentHttp.newClient();
         return toResponse(once.send(request(method, path, body).build(), java.net.http.HttpResponse.BodyHandlers.ofString()));
     }
 

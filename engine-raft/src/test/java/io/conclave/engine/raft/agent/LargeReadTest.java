@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
-import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
@@ -41,7 +41,7 @@ class LargeReadTest {
     static void start() throws Exception {
         String previous = System.setProperty(Agent.EVENT_LOOP_LIMIT_PROPERTY, "100");
         try {
-            agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
+            agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}}");
         } finally {
             if (previous == null) {
                 System.clearProperty(Agent.EVENT_LOOP_LIMIT_PROPERTY);
@@ -49,14 +49,7 @@ class LargeReadTest {
                 System.setProperty(Agent.EVENT_LOOP_LIMIT_PROPERTY, previous);
             }
         }
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server leads", () -> {
-            try {
-                return get("/v1/status/leader").body().startsWith("\"127.0.0.1:");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        client = AgentHttp.newClient();
     }
 
     @AfterAll

@@ -4,15 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
@@ -39,7 +36,6 @@ class ReadYourWritesTest {
     @TempDir
     static Path work;
     static final List<Agent> agents = new ArrayList<>();
-    static HttpClient client;
 
     @BeforeAll
     static void start() throws Exception {
@@ -51,7 +47,6 @@ class ReadYourWritesTest {
                     + raftPorts.get(i) + ", \"serf_lan\": 0}, \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
                     + " \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}}", false, "test"), null));
         }
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
         Await.until("every server knows the leader and takes a write", () -> {
             try {
                 for (Agent agent : agents) {
@@ -78,10 +73,7 @@ class ReadYourWritesTest {
     }
 
     static HttpResponse<String> call(Agent agent, String method, String path, String body) throws Exception {
-        return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path)).timeout(Duration.ofSeconds(30))
-                .header("X-Consul-Token", MANAGEMENT)
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, agent.httpPort(), path, body, MANAGEMENT);
     }
 
     /** A server that does not lead now. */

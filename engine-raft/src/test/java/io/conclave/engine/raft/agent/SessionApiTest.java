@@ -5,15 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -24,20 +21,11 @@ import org.junit.jupiter.api.Timeout;
 class SessionApiTest {
 
     static Agent agent;
-    static HttpClient client;
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"node_name\": \"n1\", \"ports\": {\"http\": 0, \"server\": 0}, \"session_ttl_min\": \"200ms\"}",
-                true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return call("PUT", "/v1/kv/ready", "yes").body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"node_name\": \"n1\", \"ports\": {\"http\": 0, \"server\": 0}, \"session_ttl_min\": \"200ms\"}",
+                null);
     }
 
     @AfterAll
@@ -46,9 +34,7 @@ class SessionApiTest {
     }
 
     static HttpResponse<String> call(String method, String path, String body) throws Exception {
-        return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, agent.httpPort(), path, body);
     }
 
     static String create(String body) throws Exception {

@@ -4,9 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.kv.SnapshotArchive;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.InputStream;
@@ -43,24 +44,14 @@ class SnapshotApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}, \"limits\": {\"http_max_snapshot_bytes\": "
-                + LIMIT + ", \"http_header_timeout\": \"2s\"}}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server leads", () -> {
-            try {
-                return get("/v1/status/leader").body().startsWith("\"127.0.0.1:");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startLeading("{\"ports\": {\"http\": 0, \"server\": 0}, \"limits\": {\"http_max_snapshot_bytes\": "
+                + LIMIT + ", \"http_header_timeout\": \"2s\"}}");
+        client = AgentHttp.newClient();
     }
 
     @AfterAll
     static void stop() throws Exception {
-        long blocked = agent.blockedThreads().reports();
-        String reports = agent.blockedThreads().describe();
-        agent.stop();
-        assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+        DevAgent.stopQuiet(agent);
     }
 
     private static URI uri(String path) {
@@ -78,7 +69,7 @@ class SnapshotApiTest {
 
     /** A request whose body the server may refuse unread (and then close the connection): on a client of its own. */
     static HttpResponse<String> putOnce(String path, HttpRequest.BodyPublisher body) throws Exception {
-        HttpClient once = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpClient once = AgentHttp.newClient();
         return once.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30)).PUT(body).build(), HttpResponse.BodyHandlers.ofString());
     }
 

@@ -5,18 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
-import io.vertx.core.http.HttpMethod;
+import io.conclave.engine.raft.testing.Await;
+import io.conclave.testsupport.AgentHttp;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
-import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.TreeMap;
@@ -48,15 +45,13 @@ class StateBindingTest {
     /** Starts a one-server agent on MapDB storage, writes a key, so that term, vote and log exist, and stops. */
     private String runOnceWithState() throws Exception {
         try (Agent agent = Agent.start(ConfigLoader.load(config(""), false), null)) {
-            HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            int status = 0;
-            while (status != 200 && System.nanoTime() < deadline) { // the single server elects itself first
-                status = client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + "/v1/kv/k"))
-                        .timeout(Duration.ofSeconds(10)).method(HttpMethod.PUT.name(), HttpRequest.BodyPublishers.ofString("v"))
-                        .build(), HttpResponse.BodyHandlers.ofString()).statusCode();
-            }
-            assertEquals(200, status, "the write was acknowledged");
+            Await.until("the write is acknowledged", () -> { // the single server elects itself first
+                try {
+                    return AgentHttp.call("PUT", agent.httpPort(), "/v1/kv/k", "v").statusCode() == 200;
+                } catch (IOException | InterruptedException e) {
+                    throw new AssertionError("PUT /v1/kv/k", e);
+                }
+            });
             return agent.nodeId();
         }
     }

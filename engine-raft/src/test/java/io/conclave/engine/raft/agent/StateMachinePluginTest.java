@@ -6,16 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.plugins.PluginJarBuilder;
-import io.vertx.core.http.HttpMethod;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,8 +23,6 @@ import org.junit.jupiter.api.io.TempDir;
  * starts again with another one.
  */
 class StateMachinePluginTest {
-
-    private static final HttpClient CLIENT = HttpClient.newHttpClient();
 
     /** A plugin whose state machine keeps the last command it applied, and marks its creation in its own data folder. */
     private static Map<String, String> registerPlugin() {
@@ -69,9 +63,7 @@ class StateMachinePluginTest {
     }
 
     private static HttpResponse<String> call(int port, String method, String path) throws Exception {
-        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10))
-                .method(method, HttpRequest.BodyPublishers.ofString(method.equals("GET") ? "" : "{}")).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return AgentHttp.call(method, port, path, method.equals("GET") ? "" : "{}");
     }
 
     @Test

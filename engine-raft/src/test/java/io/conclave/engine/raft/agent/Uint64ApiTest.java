@@ -3,14 +3,11 @@ package io.conclave.engine.raft.agent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
-import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigInteger;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
@@ -35,19 +32,10 @@ class Uint64ApiTest {
     static final List<String> REFUSED_IN_QUERY = List.of("18446744073709551616", "18446744073709551817", "-1", "1.5", "+5", "1e3");
 
     static Agent agent;
-    static HttpClient client;
 
     @BeforeAll
     static void start() throws Exception {
-        agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"http\": 0, \"server\": 0}}", true, "test"), null);
-        client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        Await.until("the single server takes writes", () -> {
-            try {
-                return call("PUT", "/v1/kv/ready", "yes").body().equals("true");
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        agent = DevAgent.startTakingWrites("{\"ports\": {\"http\": 0, \"server\": 0}}", null);
     }
 
     @AfterAll
@@ -56,11 +44,11 @@ class Uint64ApiTest {
     }
 
     static HttpResponse<String> call(String method, String path, String body) throws Exception {
+        if (body == null) {
+            return AgentHttp.call(method, agent.httpPort(), path, null);
+        }
         // a request with a body on a connection of its own: a refused body closes its connection
-        HttpClient once = body == null ? client
-                : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
-        return once.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort() + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body)).build(),
+        return AgentHttp.newClient().send(AgentHttp.request(method, agent.httpPort(), path, AgentHttp.text(body), null, AgentHttp.TIMEOUT),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -137,13 +125,12 @@ class Uint64ApiTest {
     @Test
     void a_snapshot_saved_and_restored_keeps_flags_above_2_to_the_63() throws Exception {
         assertEquals("true", call("PUT", "/v1/kv/u/snap?flags=" + MAX, "x").body());
-        HttpResponse<byte[]> saved = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + agent.httpPort()
-                + "/v1/snapshot")).timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofByteArray());
+        HttpResponse<byte[]> saved = AgentHttp.newClient().send(AgentHttp.request("GET", agent.httpPort(), "/v1/snapshot",
+                AgentHttp.bytes(null), null, Duration.ofSeconds(30)), HttpResponse.BodyHandlers.ofByteArray());
         assertEquals(200, saved.statusCode());
         assertEquals("true", call("DELETE", "/v1/kv/u/snap", null).body());
-        HttpResponse<String> restored = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-                + agent.httpPort() + "/v1/snapshot")).timeout(Duration.ofSeconds(30)).PUT(HttpRequest.BodyPublishers.ofByteArray(saved.body()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> restored = AgentHttp.newClient().send(AgentHttp.request("PUT", agent.httpPort(), "/v1/snapshot",
+                AgentHttp.bytes(saved.body()), null, Duration.ofSeconds(30)), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, restored.statusCode(), restored.body());
         assertEquals(MAX, flags(entry("u/snap")));
     }

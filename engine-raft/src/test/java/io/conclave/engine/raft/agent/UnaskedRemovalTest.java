@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.net.ServerSocket;
@@ -13,9 +14,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,24 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class UnaskedRemovalTest {
 
-    @BeforeAll
-    static void startClient() {
-        AgentTest.startClient();
-    }
-
     private static int freePort() throws Exception {
         try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return socket.getLocalPort();
-        }
-    }
-
-    private static void await(String what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + deadline.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError(what + ": not within " + deadline);
-            }
-            TimeUnit.MILLISECONDS.sleep(20);
         }
     }
 
@@ -72,7 +55,7 @@ class UnaskedRemovalTest {
                         + raftPorts.get(i) + "}}";
                 agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
             }
-            await("a leader all three agree on", Duration.ofSeconds(30), () -> {
+            Await.until("a leader all three agree on", Duration.ofSeconds(30), () -> {
                 String leader = leaderOf(agents.get(0));
                 return !leader.isEmpty() && agents.stream().allMatch(agent -> leader.equals(leaderOf(agent)));
             });
@@ -83,14 +66,14 @@ class UnaskedRemovalTest {
             Agent removed = followers.get(0);
             AgentTest.Response remove = AgentTest.request(leader.httpPort(), HttpMethod.DELETE, "/v1/operator/raft/peer?id=" + removed.nodeId());
             assertEquals(200, remove.status(), remove.body());
-            await("the server removed without asking stopped by itself", Duration.ofSeconds(15), () -> removed.terminated().isComplete());
+            Await.until("the server removed without asking stopped by itself", Duration.ofSeconds(15), () -> removed.terminated().isComplete());
             assertNotNull(removed.failure(), "it stopped as a failure (exit 1), for its supervisor to restart it");
             assertTrue(removed.failure().getMessage().contains("without having asked to leave"), removed.failure().getMessage());
 
             Agent leaving = followers.get(1);
             AgentTest.Response leave = AgentTest.request(leaving.httpPort(), HttpMethod.PUT, "/v1/agent/leave");
             assertEquals(200, leave.status(), leave.body());
-            await("the leaving server stopped", Duration.ofSeconds(15), () -> leaving.terminated().isComplete());
+            Await.until("the leaving server stopped", Duration.ofSeconds(15), () -> leaving.terminated().isComplete());
             assertNull(leaving.failure(), "a leave is no failure (exit 0)");
             JsonObject configuration = new JsonObject(AgentTest.request(leader.httpPort(), HttpMethod.GET,
                     "/v1/operator/raft/configuration").body());

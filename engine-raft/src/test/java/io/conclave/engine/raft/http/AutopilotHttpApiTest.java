@@ -4,18 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.autopilot.AutopilotState;
+import io.conclave.api.operator.AutopilotSettings;
 import io.conclave.api.raft.Suffrage;
-import io.conclave.engine.raft.testing.Await;
-import io.vertx.core.Vertx;
-import java.util.List;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.service.AutopilotService;
 import io.conclave.engine.raft.service.OperatorForwarder;
+import io.conclave.engine.raft.testing.Await;
+import io.conclave.testsupport.AgentHttp;
+import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -118,11 +119,9 @@ class AutopilotHttpApiTest {
         try {
             new AutopilotHttpApi(follower).register(http);
             int port = Await.result(http.listen(vertx, "127.0.0.1", 0));
-            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
             java.util.function.Function<String, java.net.http.HttpResponse<String>> get = path -> {
                 try {
-                    return client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
-                            .timeout(Duration.ofSeconds(10)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+                    return AgentHttp.send(AgentHttp.request("GET", port, path, AgentHttp.text(null), null, Duration.ofSeconds(10)));
                 } catch (Exception e) {
                     throw new AssertionError(e);
                 }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.engine.raft.acl.AclStore;
 import io.conclave.engine.raft.kv.KvEntry;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.kit.membership.FakeMembership;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
@@ -34,9 +36,9 @@ class KeyringAclTest {
 
     private Vertx vertx;
     private HttpApi http;
-    private java.net.http.HttpClient client;
     private int port;
-    private final MembershipHttpApiTest.FakeMembership membership = new MembershipHttpApiTest.FakeMembership();
+    private final MembershipHttpApiTest.FakeKeyring keyring = new MembershipHttpApiTest.FakeKeyring();
+    private final FakeMembership membership = MembershipHttpApiTest.twoMembers(keyring);
     private final AclStore store = new AclStore(false, Optional.empty(), Optional.empty(), "s1");
     private long index;
 
@@ -47,8 +49,6 @@ class KeyringAclTest {
         new AclHttpApi(store, command -> Future.failedFuture("no writes in this test"), "s1").register(http);
         new MembershipHttpApi(vertx, membership, "east", Duration.ofSeconds(1)).register(http);
         port = Await.result(http.listen(vertx, "127.0.0.1", 0));
-        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(5)).build();
     }
 
     @AfterEach
@@ -79,13 +79,8 @@ class KeyringAclTest {
     }
 
     private MembershipHttpApiTest.Response call(HttpMethod method, String body, String token) throws Exception {
-        java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port
-                        + "/v1/operator/keyring"))
-                .timeout(Duration.ofSeconds(20)).header("X-Consul-Token", token)
-                .method(method.name(), body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(body))
-                .build();
-        java.net.http.HttpResponse<String> response = client.send(request, java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> response = AgentHttp.send(AgentHttp.request(method.name(), port, "/v1/operator/keyring",
+                AgentHttp.text(body), token, Duration.ofSeconds(20)));
         return new MembershipHttpApiTest.Response(response.statusCode(), response.body());
     }
 
@@ -106,7 +101,7 @@ class KeyringAclTest {
                 assertEquals(403, call(method, keyBody(OTHER_KEY), token).status(), rules + " " + method);
             }
         }
-        assertEquals(List.of(), membership.keyring.calls, "the keyring was never asked");
+        assertEquals(List.of(), keyring.calls, "the keyring was never asked");
     }
 
     @Test
@@ -127,6 +122,6 @@ class KeyringAclTest {
         assertEquals(200, call(HttpMethod.GET, null, management).status(), "global-management includes keyring");
         assertEquals(200, call(HttpMethod.POST, keyBody(OTHER_KEY), management).status());
         assertEquals(List.of("list", "list", "install " + OTHER_KEY, "use " + OTHER_KEY, "remove " + OTHER_KEY, "list",
-                "install " + OTHER_KEY), membership.keyring.calls);
+                "install " + OTHER_KEY), keyring.calls);
     }
 }

@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.api.membership.Keyring;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
-import io.conclave.api.membership.Membership;
-import io.conclave.api.membership.MembershipEvent;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.kit.membership.FakeMembership;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -20,9 +20,7 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -43,9 +41,9 @@ class MembershipHttpApiTest {
 
     private Vertx vertx;
     private HttpApi http;
-    private java.net.http.HttpClient client;
     private int port;
-    private final FakeMembership membership = new FakeMembership();
+    private final FakeKeyring keyring = new FakeKeyring();
+    private final FakeMembership membership = twoMembers(keyring);
 
     @BeforeEach
     void start() throws Exception {
@@ -53,8 +51,6 @@ class MembershipHttpApiTest {
         http = new HttpApi();
         new MembershipHttpApi(vertx, membership, "east", PROVIDER_TIMEOUT).register(http);
         port = Await.result(http.listen(vertx, "127.0.0.1", 0));
-        client = java.net.http.HttpClient.newBuilder().version(java.net.http.HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(5)).build();
     }
 
     @AfterEach
@@ -65,12 +61,8 @@ class MembershipHttpApiTest {
 
     /** A request through the JDK's HTTP/1.1 client (one Conclave did not write), on kept-alive connections. */
     private Response call(HttpMethod method, String path, String body) throws Exception {
-        java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
-                .timeout(Duration.ofSeconds(20))
-                .method(method.name(), body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
-                        : java.net.http.HttpRequest.BodyPublishers.ofString(body))
-                .build();
-        java.net.http.HttpResponse<String> response = client.send(request, java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.net.http.HttpResponse<String> response = AgentHttp.send(AgentHttp.request(method.name(), port, path,
+                AgentHttp.text(body), null, Duration.ofSeconds(20)));
         return new Response(response.statusCode(), response.body());
     }
 
@@ -187,7 +179,7 @@ class MembershipHttpApiTest {
         assertEquals(new JsonObject().put(KEY, 2), lan.getJsonObject("PrimaryKeys"));
         assertEquals(3, lan.getInteger("NumNodes"));
         assertEquals(new JsonObject().put("s3", "no answer"), lan.getJsonObject("Messages"));
-        assertEquals(List.of("list"), membership.keyring.calls);
+        assertEquals(List.of("list"), keyring.calls);
         assertEquals(200, call(HttpMethod.GET, "/v1/operator/keyring?relay-factor=2", null).status());
         assertEquals(400, call(HttpMethod.GET, "/v1/operator/keyring?relay-factor=9", null).status());
         assertEquals(400, call(HttpMethod.GET, "/v1/operator/keyring?local-only", null).status());
@@ -200,7 +192,7 @@ class MembershipHttpApiTest {
             assertEquals(200, response.status(), method + ": " + response.body());
             assertEquals("", response.body());
         }
-        assertEquals(List.of("install " + OTHER_KEY, "use " + OTHER_KEY, "remove " + OTHER_KEY), membership.keyring.calls);
+        assertEquals(List.of("install " + OTHER_KEY, "use " + OTHER_KEY, "remove " + OTHER_KEY), keyring.calls);
         assertEquals(0, http.bodyBudget().inFlight(), "every body's bytes are released once answered");
     }
 
@@ -218,7 +210,7 @@ class MembershipHttpApiTest {
             }
         }
         assertTrue(call(HttpMethod.POST, "/v1/operator/keyring", keyBody(eightBytes)).body().contains("decodes to 8 bytes"));
-        assertEquals(List.of(), membership.keyring.calls);
+        assertEquals(List.of(), keyring.calls);
     }
 
     @Test
@@ -227,12 +219,12 @@ class MembershipHttpApiTest {
         Response response = call(HttpMethod.POST, "/v1/operator/keyring", padded);
         assertEquals(413, response.status(), response.body());
         assertTrue(response.body().contains("4096 byte limit"), response.body());
-        assertEquals(List.of(), membership.keyring.calls);
+        assertEquals(List.of(), keyring.calls);
     }
 
     @Test
     void when_the_agent_does_not_encrypt_then_every_keyring_request_is_answered_500() throws Exception {
-        membership.keyringPresent = false;
+        membership.keyring = null;
         Response list = call(HttpMethod.GET, "/v1/operator/keyring", null);
         assertEquals(500, list.status());
         assertTrue(list.body().contains("Gossip encryption is not enabled"), list.body());
@@ -246,14 +238,14 @@ class MembershipHttpApiTest {
 
     @Test
     void when_the_keyring_refuses_or_throws_then_500_carries_the_reason() throws Exception {
-        membership.keyring.failure = "s2 refused: the primary key cannot be removed";
+        keyring.failure = "s2 refused: the primary key cannot be removed";
         Response refused = call(HttpMethod.DELETE, "/v1/operator/keyring", keyBody(KEY));
         assertEquals(500, refused.status());
         assertTrue(refused.body().contains("s2 refused: the primary key cannot be removed"), refused.body());
         Response listFailed = call(HttpMethod.GET, "/v1/operator/keyring", null);
         assertEquals(500, listFailed.status());
-        membership.keyring.failure = null;
-        membership.keyring.throwing = true;
+        keyring.failure = null;
+        keyring.throwing = true;
         Response thrown = call(HttpMethod.POST, "/v1/operator/keyring", keyBody(KEY));
         assertEquals(500, thrown.status(), "a provider that throws once the body was read is answered all the same");
         assertTrue(thrown.body().contains("keyring bug"), thrown.body());
@@ -261,61 +253,13 @@ class MembershipHttpApiTest {
 
     // ---------------------------------------------------------------- the fakes
 
-    /** Two members (this one alive, s2 failed); records every call; each answer can be set. */
-    static final class FakeMembership implements Membership {
-        final List<String> calls = new CopyOnWriteArrayList<>();
-        final FakeKeyring keyring = new FakeKeyring();
-        volatile boolean keyringPresent = true;
-        volatile Future<Integer> joinResult = Future.succeededFuture(1);
-        volatile Future<Void> forceLeaveResult = Future.succeededFuture();
-        private final Member local = new Member("s1", "10.0.0.1", 8301, Map.of("role", "server", "dc", "east"), MemberStatus.ALIVE);
-
-        @Override
-        public Future<Void> start() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Integer> join(List<String> addresses) {
-            calls.add("join " + addresses);
-            return joinResult;
-        }
-
-        @Override
-        public Future<Void> leave(Duration timeout) {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public Future<Void> stop() {
-            return Future.succeededFuture();
-        }
-
-        @Override
-        public List<Member> members() {
-            return List.of(local, new Member("s2", "10.0.0.2", 8301, Map.of("role", "server"), MemberStatus.FAILED));
-        }
-
-        @Override
-        public Member local() {
-            return local;
-        }
-
-        @Override
-        public AutoCloseable subscribe(Consumer<MembershipEvent> listener) {
-            return () -> { };
-        }
-
-        @Override
-        public Future<Void> forceLeave(String nodeName, boolean prune) {
-            calls.add("forceLeave " + nodeName + " prune=" + prune);
-            return forceLeaveResult;
-        }
-
-        @Override
-        public Optional<Keyring> keyring() {
-            return keyringPresent ? Optional.of(keyring) : Optional.empty();
-        }
+    /** Two members (this one, s1, alive; s2 failed) whose keyring is {@code keyring}. */
+    static FakeMembership twoMembers(Keyring keyring) {
+        FakeMembership membership = new FakeMembership();
+        membership.members.add(new Member("s1", "10.0.0.1", 8301, Map.of("role", "server", "dc", "east"), MemberStatus.ALIVE));
+        membership.members.add(new Member("s2", "10.0.0.2", 8301, Map.of("role", "server"), MemberStatus.FAILED));
+        membership.keyring = keyring;
+        return membership;
     }
 
     /** Answers every call with one summary (or {@link #failure}, or throws); records every call. */

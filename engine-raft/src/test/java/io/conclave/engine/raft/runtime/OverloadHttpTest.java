@@ -15,6 +15,7 @@ import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.service.KvService;
 import io.conclave.engine.raft.service.RaftService;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.Vertx;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -57,7 +58,7 @@ class OverloadHttpTest {
             new KvHttpApi(vertx, "dc1", new KvService(new RaftService(vertx, leader, null, Duration.ofSeconds(3)), machines.get(leader.id()),
                     "kv")).register(http);
             int port = Await.result(http.listen(vertx, "127.0.0.1", 0));
-            HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            HttpClient client = AgentHttp.newClient();
             transport.nodes.keySet().stream().filter(id -> !id.equals(leader.id())).forEach(transport.down::add);
             long before = Await.result(leader.onCore(core -> core.lastIndex()));
 

@@ -1,16 +1,17 @@
 package io.conclave.engine.raft.sim;
 
 import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.kv.KvStateMachine;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 
-/** The product's key/value state machine ({@code kv.KvStateMachine}: sessions, locks, transactions) on a simulated server. */
+/** The product's key/value state machine ({@link KvStateMachine}: sessions, locks, transactions) on a simulated server. */
 final class RealKvMachine implements SimStateMachine {
 
-    final io.conclave.engine.raft.kv.KvStateMachine machine = new io.conclave.engine.raft.kv.KvStateMachine();
+    final KvStateMachine machine = new KvStateMachine();
 
     @Override
     public String apply(long index, byte[] command) {

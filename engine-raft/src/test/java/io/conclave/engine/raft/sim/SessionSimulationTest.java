@@ -2,6 +2,7 @@ package io.conclave.engine.raft.sim;
 
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvEntry;
+import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.KvTxn;
 import io.conclave.engine.raft.kv.Session;
 import io.conclave.engine.raft.kv.SessionTtl;
@@ -47,7 +48,7 @@ class SessionSimulationTest {
         final int id;
         final long offset;
         final double drift;
-        io.conclave.engine.raft.kv.KvStateMachine machine = new io.conclave.engine.raft.kv.KvStateMachine();
+        KvStateMachine machine = new KvStateMachine();
         int applied;
         long lag;
         long downUntil;
@@ -90,7 +91,7 @@ class SessionSimulationTest {
         final List<Client> clients = new ArrayList<>();
         final List<Committed> log = new ArrayList<>();
         final List<Proposal> pending = new ArrayList<>();
-        final io.conclave.engine.raft.kv.KvStateMachine reference = new io.conclave.engine.raft.kv.KvStateMachine();
+        final KvStateMachine reference = new KvStateMachine();
         final SessionTtl ttl = new SessionTtl();
         int leader = -1;
         int epoch;
@@ -114,7 +115,7 @@ class SessionSimulationTest {
 
         /** The leader's applies arm its TTLs, by its clock. */
         void listen(Server server) {
-            server.machine.onSessionChange(new io.conclave.engine.raft.kv.KvStateMachine.SessionListener() {
+            server.machine.onSessionChange(new KvStateMachine.SessionListener() {
                 @Override
                 public void created(Session session) {
                     if (leader == server.id) {
@@ -209,7 +210,7 @@ class SessionSimulationTest {
             }
             Server crashed = servers[random.nextInt(servers.length)];
             crashed.downUntil = now + random.nextInt(3_000) * MS;
-            crashed.machine = new io.conclave.engine.raft.kv.KvStateMachine(); // restarts and replays the log
+            crashed.machine = new KvStateMachine(); // restarts and replays the log
             crashed.applied = 0;
             listen(crashed);
             if (leader == crashed.id) {
@@ -353,7 +354,7 @@ class SessionSimulationTest {
         }
     }
 
-    static byte[] snapshot(io.conclave.engine.raft.kv.KvStateMachine machine) {
+    static byte[] snapshot(KvStateMachine machine) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try {
             machine.snapshot(bytes);

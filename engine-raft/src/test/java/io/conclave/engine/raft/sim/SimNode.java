@@ -297,7 +297,7 @@ final class SimNode {
                 readsById.put(requestId, op);
             }
         } else {
-            outcome = core.propose(requestId, KvStateMachine.encode(op.kind, op.key, op.value, op.expected));
+            outcome = core.propose(requestId, SimKvMachine.encode(op.kind, op.key, op.value, op.expected));
             if (outcome instanceof ProposalOutcome.Held) {
                 heldWrites.put(requestId, new PendingWrite(op, requestId, 0, 0));
             }

@@ -1,7 +1,7 @@
 package io.conclave.engine.raft.sim;
 
 /**
- * What a simulated server applies its committed log to: the simulator's own map of strings ({@link KvStateMachine}),
+ * What a simulated server applies its committed log to: the simulator's own map of strings ({@link SimKvMachine}),
  * or the product's key/value state machine ({@link RealKvMachine}), with sessions, locks and transactions.
  */
 interface SimStateMachine {

@@ -156,7 +156,7 @@ public final class Simulation {
         private double longDelayRate;
         private int maxLongDelayMillis = 5_000;
         private NodeHooks hooks = new NodeHooks() { };
-        private java.util.function.Supplier<SimStateMachine> stateMachines = KvStateMachine::new;
+        private java.util.function.Supplier<SimStateMachine> stateMachines = SimKvMachine::new;
 
         private Builder(long seed, String testName) {
             this.seed = seed;
@@ -640,7 +640,7 @@ public final class Simulation {
 
     /** Proposes a put directly on {@code node}, outside the client history (a scripted write). */
     public ProposalOutcome write(SimNode node, String key, String value) {
-        ProposalOutcome outcome = node.core.propose(nextRequestId++, KvStateMachine.encode(ClientOp.Kind.PUT, key, value, null));
+        ProposalOutcome outcome = node.core.propose(nextRequestId++, SimKvMachine.encode(ClientOp.Kind.PUT, key, value, null));
         node.pump();
         return outcome;
     }

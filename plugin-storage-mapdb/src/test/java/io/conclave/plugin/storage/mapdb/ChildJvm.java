@@ -1,5 +1,6 @@
 package io.conclave.plugin.storage.mapdb;
 
+import io.conclave.testsupport.Poll;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -7,6 +8,7 @@ import java.io.InputStreamReader;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -81,17 +83,12 @@ final class ChildJvm implements AutoCloseable {
 
     /** Waits until {@code count} acknowledgements were printed, or the deadline passes. */
     boolean awaitAcks(int count, long timeoutMillis) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        while (System.nanoTime() < deadline) {
-            if (lines.stream().filter(line -> line.startsWith("ACK ")).count() >= count) {
-                return true;
-            }
-            if (!process.isAlive()) {
-                return false;
-            }
-            Thread.sleep(5);
-        }
-        return false;
+        Poll.within(Duration.ofMillis(timeoutMillis), Duration.ofMillis(5), () -> acks() >= count || !process.isAlive());
+        return acks() >= count;
+    }
+
+    private long acks() {
+        return lines.stream().filter(line -> line.startsWith("ACK ")).count();
     }
 
     /** Waits for the process to stop by itself (a crash point); {@code false} if it still runs at the deadline. */

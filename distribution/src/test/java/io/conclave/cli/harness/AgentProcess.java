@@ -1,0 +1,263 @@
+package io.conclave.cli.harness;
+
+import io.conclave.testsupport.AgentHttp;
+import io.conclave.testsupport.Poll;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * A Conclave command run as a child JVM from the built distribution, exactly as {@code bin/conclave} runs it:
+ * {@code java --module-path lib -m io.conclave.cli/io.conclave.cli.ConclaveCommand ...}, with a small heap.
+ */
+public final class AgentProcess implements AutoCloseable {
+
+    public static final Duration START_DEADLINE = Duration.ofSeconds(60);
+
+    public final Process process;
+    final Path output;
+
+    private AgentProcess(Process process, Path output) {
+        this.process = process;
+        this.output = output;
+    }
+
+    public static Path distribution() {
+        String path = System.getProperty("conclave.distribution");
+        if (path == null || !Files.isDirectory(Path.of(path, "lib"))) {
+            throw new IllegalStateException("conclave.distribution must point at the unpacked distribution (run mvn verify); it is " + path);
+        }
+        return Path.of(path);
+    }
+
+    public static AgentProcess start(Path work, String... args) throws IOException {
+        return start(work, List.of(), args);
+    }
+
+    /** A system property of this JVM: options, separated by spaces, added to every child's. */
+    public static final String EXTRA_JVM_OPTIONS = "it.child.jvm";
+
+    /** With {@code jvmOptions} added to the defaults ({@code -Xmx256m}, exit on running out of memory). */
+    public static AgentProcess start(Path work, List<String> jvmOptions, String... args) throws IOException {
+        return startFrom(distribution(), work, jvmOptions, args);
+    }
+
+    /** As {@link #start(Path, List, String...)}, from the distribution unpacked at {@code home} (a copy, say). */
+    public static AgentProcess startFrom(Path home, Path work, List<String> jvmOptions, String... args) throws IOException {
+        return startFrom(List.of(), home, work, jvmOptions, args);
+    }
+
+    /** As {@link #start(Path, List, String...)}, inside the network namespace {@code namespace} ({@link TestHosts}). */
+    public static AgentProcess startInside(String namespace, Path work, List<String> jvmOptions, String... args) throws IOException {
+        return startFrom(List.of("ip", "netns", "exec", namespace), distribution(), work, jvmOptions, args);
+    }
+
+    /**
+     * As {@link #startInside} ({@code namespace} null: on this host), but through the test-only launcher
+     * {@code io.conclave.unsafe.UnsafeAgent} with the deliberate core bugs {@code unsafeBugs} (comma-separated) on: the
+     * distribution's modules, never a changed zip.
+     */
+    public static AgentProcess startUnsafe(String namespace, String unsafeBugs, Path work, List<String> jvmOptions, String... args)
+            throws IOException {
+        Path classes = Path.of(System.getProperty("conclave.testClasses", "target/test-classes")).toAbsolutePath();
+        List<String> launcher = List.of("--add-modules", "ALL-MODULE-PATH",
+                "--add-exports", "io.conclave.engine.raft/io.conclave.engine.raft.runtime=ALL-UNNAMED",
+                "--add-exports", "io.conclave.cli/io.conclave.cli=ALL-UNNAMED", "-cp", classes.toString(), "io.conclave.unsafe.UnsafeAgent",
+                unsafeBugs);
+        return startFrom(namespace == null ? List.of() : List.of("ip", "netns", "exec", namespace), launcher, distribution(), work,
+                jvmOptions, args);
+    }
+
+    private static final List<String> MAIN = List.of("-m", "io.conclave.cli/io.conclave.cli.ConclaveCommand");
+
+    private static AgentProcess startFrom(List<String> prefix, Path home, Path work, List<String> jvmOptions, String... args)
+            throws IOException {
+        return startFrom(prefix, MAIN, home, work, jvmOptions, args);
+    }
+
+    private static AgentProcess startFrom(List<String> prefix, List<String> main, Path home, Path work, List<String> jvmOptions,
+            String... args) throws IOException {
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
+                "-Dconclave.home=" + home));
+        command.addAll(jvmOptions);
+        String extra = System.getProperty(EXTRA_JVM_OPTIONS, "");
+        if (!extra.isBlank()) { // a benchmark's own, for every child (a GC log, say)
+            command.addAll(List.of(extra.trim().split("\\s+")));
+        }
+        command.addAll(List.of("--module-path", home.resolve("lib").toString()));
+        command.addAll(main);
+        command.addAll(List.of(args));
+        Path output = Files.createTempFile(work, "agent", ".log");
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
+        if (SecureMode.on()) {
+            builder.environment().put("CONCLAVE_HTTP_TOKEN", SecureMode.TOKEN); // for the conclave commands a test starts
+        }
+        Process process = builder.start();
+        return new AgentProcess(process, output);
+    }
+
+    /** A {@code conclave} command's exit code and its output (standard output and error together). */
+    public record CommandRun(int exit, String output) {
+    }
+
+    /**
+     * Runs {@code bin/conclave args} of the distribution at {@code home} in the folder {@code dir} (what a user types
+     * there: {@code conclave tls} writes its files in the current folder), with a small heap; waits up to 60 s.
+     */
+    public static CommandRun command(Path home, Path dir, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(home.resolve("bin").resolve("conclave").toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
+        builder.environment().put("JAVA_OPTS", "-Xmx128m -XX:TieredStopAtLevel=1");
+        Process process = builder.start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("conclave " + String.join(" ", args) + " did not finish within 60 s");
+        }
+        return new CommandRun(process.exitValue(), new String(process.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** The jar {@code examples/<folder>} built ({@code <artifact>-<version>.jar}), found from the distribution's place. */
+    public static Path exampleJar(String folder, String artifact) throws IOException {
+        Path root = distribution();
+        while (root != null && !Files.isDirectory(root.resolve("examples").resolve(folder))) {
+            root = root.getParent();
+        }
+        if (root == null) {
+            throw new AssertionError("no examples/" + folder + " above " + distribution());
+        }
+        try (java.util.stream.Stream<Path> jars = Files.list(root.resolve("examples").resolve(folder).resolve("target"))) {
+            return jars.filter(path -> path.getFileName().toString().matches(java.util.regex.Pattern.quote(artifact) + "-[0-9][^-]*(-SNAPSHOT)?\\.jar"))
+                    .findFirst().orElseThrow(() -> new AssertionError("build examples/" + folder + " first (mvn -B install)"));
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new AssertionError("build examples/" + folder + " first (mvn -B install): " + e.getMessage());
+        }
+    }
+
+    /** A copy of the unpacked distribution at {@code to} (for a test that adds plugins to it); returns {@code to}. */
+    public static Path copyOfDistribution(Path to) throws IOException {
+        Path from = distribution();
+        try (java.util.stream.Stream<Path> paths = Files.walk(from)) {
+            for (Path path : paths.toList()) {
+                Path target = to.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(path, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
+        return to;
+    }
+
+    /** What the agents started in {@code work} left in their temporary folder ({@code java.io.tmpdir}). */
+    public static List<Path> temporaryFiles(Path work) throws IOException {
+        try (java.util.stream.Stream<Path> files = Files.list(work.resolve("tmp"))) {
+            return files.toList();
+        }
+    }
+
+    private static final java.util.Random PORTS = new java.util.Random();
+    private static final java.util.Set<Integer> HANDED_OUT = new java.util.HashSet<>();
+
+    /** How often a process test asks its condition: an HTTP call to a child JVM each time, on two cores. */
+    private static final Duration POLL_INTERVAL = Duration.ofMillis(20);
+
+    /** Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}. */
+    public static void awaitCondition(String what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
+        awaitCondition(() -> what, deadline, condition);
+    }
+
+    /** As {@link #awaitCondition(String, Duration, BooleanSupplier)}, the failure's words computed when it fails (logs, the state seen). */
+    public static void awaitCondition(Supplier<String> what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
+        Poll.until(what, deadline, POLL_INTERVAL, condition);
+    }
+
+    /** Polls {@code attempt} every 20 ms until it gives a value (not null): that value; fails naming {@code what} after {@code deadline}. */
+    public static <T> T awaitValue(Supplier<String> what, Duration deadline, Supplier<T> attempt) throws InterruptedException {
+        return Poll.value(what, deadline, POLL_INTERVAL, attempt);
+    }
+
+    /**
+     * A port free on loopback for both TCP and UDP (gossip uses both), below the kernel's ephemeral range (so that
+     * no outgoing connection takes it before the child binds it), and never handed out twice by this JVM (two random
+     * picks of one test's ten ports collide about once in 300 tests).
+     */
+    public static synchronized int freePort() throws IOException {
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            int port = 20_000 + PORTS.nextInt(12_000);
+            if (HANDED_OUT.contains(port)) {
+                continue;
+            }
+            try (ServerSocket tcp = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress());
+                 java.net.DatagramSocket udp = new java.net.DatagramSocket(port, java.net.InetAddress.getLoopbackAddress())) {
+                HANDED_OUT.add(port);
+                return tcp.getLocalPort();
+            } catch (IOException taken) {
+                // try another
+            }
+        }
+        throw new IOException("no free port found between 20000 and 32000");
+    }
+
+    public String output() throws IOException {
+        return Files.readString(output, StandardCharsets.UTF_8);
+    }
+
+    /** GETs a path, polling until it answers 200 or the deadline passes; fails at once if the agent exits. */
+    public String awaitGet(int port, String path) throws Exception {
+        IOException[] last = {null};
+        return awaitValue(() -> "no answer from " + path + " (" + last[0] + "):\n" + outputForFailure(), START_DEADLINE, () -> {
+            if (!process.isAlive()) {
+                throw new AssertionError("agent exited with " + process.exitValue() + ":\n" + outputForFailure());
+            }
+            try {
+                HttpResponse<String> response = AgentHttp.send(AgentHttp.request("GET", port, path, HttpRequest.BodyPublishers.noBody(),
+                        SecureMode.token(), Duration.ofSeconds(5)));
+                return response.statusCode() == 200 ? response.body() : null;
+            } catch (IOException e) {
+                last[0] = e;
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // ends the wait at its next pause
+                return null;
+            }
+        });
+    }
+
+    /** The output so far, or why it cannot be read: for a failure's message. */
+    public String outputForFailure() {
+        try {
+            return output();
+        } catch (IOException e) {
+            return "(the output cannot be read: " + e + ")";
+        }
+    }
+
+    public int awaitExit(Duration timeout) throws Exception {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("process did not exit within " + timeout + ":\n" + output());
+        }
+        return process.exitValue();
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (process.isAlive()) {
+            process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package io.conclave.engine.raft.testing;
+
+import io.conclave.engine.raft.agent.Agent;
+import io.conclave.engine.raft.config.ConfigLoader;
+import io.conclave.testsupport.AgentHttp;
+import java.util.function.Predicate;
+import org.junit.jupiter.api.Assertions;
+
+/**
+ * The one-server in-memory agent ({@code -dev}) that an engine test starts in its own JVM and talks to over HTTP
+ * ({@link AgentHttp}), ready for the test's first request: it elects itself first, and a request before that waits
+ * or fails. The test stops it ({@link Agent#stop()}).
+ */
+public final class DevAgent {
+
+    private DevAgent() {
+    }
+
+    /**
+     * A {@code -dev} agent of the configuration {@code json} (its ports 0: free ones), once it takes a write: it has
+     * written {@code ready} = {@code yes}, with {@code token} (null: none) for an agent with ACLs on. Fails past
+     * {@link Await#DEADLINE}.
+     */
+    public static Agent startTakingWrites(String json, String token) throws Exception {
+        return start(json, "the single server takes writes", agent -> {
+            try {
+                return AgentHttp.call("PUT", agent.httpPort(), "/v1/kv/ready", "yes", token).body().equals("true");
+            } catch (Exception notYet) {
+                return false;
+            }
+        });
+    }
+
+    /**
+     * A {@code -dev} agent of the configuration {@code json}, once it names itself leader, nothing written: for a test
+     * that counts what the store holds. Fails past {@link Await#DEADLINE}.
+     */
+    public static Agent startLeading(String json) throws Exception {
+        return start(json, "the single server leads", agent -> {
+            try {
+                return AgentHttp.call("GET", agent.httpPort(), "/v1/status/leader", null).body().startsWith("\"127.0.0.1:");
+            } catch (Exception notYet) {
+                return false;
+            }
+        });
+    }
+
+    /**
+     * Stops {@code agent}; then fails if Vert.x's blocked-thread checker reported an event loop held too long while it
+     * ran (the reports are read before the stop, which may hold a loop itself).
+     */
+    public static void stopQuiet(Agent agent) {
+        long blocked = agent.blockedThreads().reports();
+        String reports = agent.blockedThreads().describe();
+        agent.stop();
+        Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
+    }
+
+    /** The agent started, once {@code ready} holds for it; stopped if it never does, for no test would stop it. */
+    private static Agent start(String json, String what, Predicate<Agent> ready) throws Exception {
+        Agent agent = Agent.start(ConfigLoader.parse(json, true, "test"), null);
+        try {
+            Await.until(what, () -> ready.test(agent));
+            return agent;
+        } catch (Throwable failed) {
+            agent.stop();
+            throw failed;
+        }
+    }
+}
