@@ -16,4 +16,5 @@ module io.conclave.api {
     exports io.conclave.api.autopilot;
     exports io.conclave.api.operator;
     exports io.conclave.api.statemachine;
+    exports io.conclave.api.state;
 }

@@ -37,6 +37,7 @@ module io.conclave.engine.raft {
     uses io.conclave.api.autopilot.PromoterProvider;
     uses io.conclave.api.autopilot.AutopilotProvider;
     uses io.conclave.api.statemachine.StateMachineProvider;
+    uses io.conclave.api.state.StateStoreProvider;
 
     provides io.conclave.api.membership.MembershipProvider
             with io.conclave.engine.raft.builtin.StaticMembershipProvider;
@@ -46,4 +47,6 @@ module io.conclave.engine.raft {
             with io.conclave.engine.raft.builtin.ShutdownOnRemovePolicyProvider;
     provides io.conclave.api.statemachine.StateMachineProvider
             with io.conclave.engine.raft.builtin.KvStateMachineProvider;
+    provides io.conclave.api.state.StateStoreProvider
+            with io.conclave.engine.raft.builtin.HeapStateStoreProvider;
 }

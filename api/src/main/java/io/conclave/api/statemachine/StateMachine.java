@@ -66,4 +66,19 @@ public interface StateMachine {
         byte[] content = input.readAllBytes();
         return () -> restore(new java.io.ByteArrayInputStream(content));
     }
+
+    /**
+     * The index of the state this machine already holds when the engine starts it — a state store reused after a
+     * verified clean close ({@link io.conclave.api.state.StateStore#cleanClose()}) — or 0. The engine then applies only
+     * the log's entries after it and restores no snapshot, provided its log still reaches that index; otherwise it calls
+     * {@link #discardRecovered()} and rebuilds the state from the snapshot and the log. Called once, before the first
+     * apply, on the engine's storage worker.
+     */
+    default long recoveredIndex() {
+        return 0;
+    }
+
+    /** Throws away the state {@link #recoveredIndex()} reported: the machine is empty again. Before the first apply. */
+    default void discardRecovered() {
+    }
 }

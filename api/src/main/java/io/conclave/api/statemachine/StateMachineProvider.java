@@ -10,4 +10,13 @@ import io.conclave.api.Provider;
 public interface StateMachineProvider extends Provider {
 
     StateMachine create(PluginContext context);
+
+    /**
+     * Makes the state machine over {@code store}, the {@link io.conclave.api.state.StateStore} the engine opened for it
+     * ({@code plugins.state_store}): a machine that keeps its records there gets views, streaming snapshots and a state
+     * reused after a clean stop; the default ignores the store and calls {@link #create(PluginContext)}.
+     */
+    default StateMachine create(PluginContext context, io.conclave.api.state.StateStore store) {
+        return create(context);
+    }
 }

@@ -189,7 +189,9 @@ class LoadProcessIT {
         java.util.Arrays.fill(value, (byte) 'v');
         List<ClusterProcessIT.Node> nodes = new ArrayList<>();
         try {
-            ClusterProcessIT.startCluster(work, nodes, "100ms", "\"raft\": {\"snapshot_threshold\": 1024, \"trailing_logs\": 256},",
+            String store = System.getProperty("it.snapshot.store", "");
+            ClusterProcessIT.startCluster(work, nodes, "100ms", (store.isBlank() ? "" : "\"plugins\": {\"state_store\": \"" + store + "\"}, ")
+                    + "\"raft\": {\"snapshot_threshold\": 1024, \"trailing_logs\": 256},",
                     List.of("-Xmx" + heap, "-Xlog:gc:file=" + work.resolve("gc-{name}.log")));
             ClusterProcessIT.Node leader = ClusterProcessIT.awaitAgreedLeader(nodes);
             int lagging = nodes.indexOf(nodes.stream().filter(node -> node != leader).findFirst().orElseThrow());

@@ -18,6 +18,8 @@ import io.conclave.api.policy.ServerRemovalPolicy;
 import io.conclave.api.raft.ClusterConfiguration;
 import io.conclave.api.raft.Server;
 import io.conclave.api.raft.Suffrage;
+import io.conclave.api.state.StateStore;
+import io.conclave.api.state.StateStoreProvider;
 import io.conclave.api.statemachine.StateMachine;
 import io.conclave.api.statemachine.StateMachineProvider;
 import io.conclave.api.storage.Storage;
@@ -135,6 +137,7 @@ final class AgentAssembly implements Assembly {
     private Admission admission;
     private StateMachine stateMachine;
     private String stateMachineName;
+    private StateStore stateStore;
     private RaftNode node;
     private KvService kv;
     private LeaveCoordinator leave;
@@ -211,6 +214,34 @@ final class AgentAssembly implements Assembly {
         }
     }
 
+    /**
+     * Opens the state store ({@code plugins.state_store}) on a worker. A store that reports a clean close is reused only
+     * when that close was this server's, in this cluster, with this state machine (its label); any other is discarded
+     * here, and the node then checks that its log still reaches the store's index.
+     */
+    private StateStore openStateStore(byte[] storedClusterId, String machineName) {
+        StateStoreProvider provider = registry.require(Spi.STATE_STORE, StateStoreProvider.class);
+        engaged.add(Spi.STATE_STORE);
+        String clusterId = storedClusterId == null ? null : new String(storedClusterId, StandardCharsets.UTF_8);
+        String label = stateLabel(clusterId, machineName);
+        return await(vertx.executeBlocking(() -> {
+            StateStore opened = provider.open(contextFor(provider.name()));
+            opened.cleanClose().ifPresent(clean -> {
+                if (!clean.label().equals(label)) {
+                    LOG.warn("state store {}: closed cleanly at index {} by '{}', not by this server ('{}'): discarded, rebuilt from"
+                            + " the snapshot and the log", provider.name(), clean.index(), clean.label(), label);
+                    opened.discard();
+                }
+            });
+            return opened;
+        }));
+    }
+
+    /** What a clean close of the state store records: whose state it is (cluster, node, state machine). */
+    private String stateLabel(String clusterId, String machineName) {
+        return "cluster " + (clusterId == null ? "none" : clusterId) + ", node " + identity.nodeId() + ", state machine " + machineName;
+    }
+
     private Map<String, String> memberTags() {
         Map<String, String> tags = new LinkedHashMap<>();
         tags.put(MemberTags.ROLE, MemberTags.ROLE_SERVER);
@@ -285,7 +316,8 @@ final class AgentAssembly implements Assembly {
             StateBinding.bindStateMachine(dataDir, machineProvider.name());
             return null;
         }));
-        stateMachine = machineProvider.create(contextFor(machineProvider.name()));
+        stateStore = openStateStore(storedClusterId, machineProvider.name());
+        stateMachine = machineProvider.create(contextFor(machineProvider.name()), stateStore);
         engaged.add(Spi.STATE_MACHINE);
         String configuredAddress = config.bindAddr() + ":" + config.ports().server();
         bootstrapper = new Bootstrapper(vertx, transport.client(), membership, config.bootstrapExpect(), identity.nodeId(),
@@ -785,6 +817,7 @@ final class AgentAssembly implements Assembly {
         if (node != null) {
             await(node.stop());
         }
+        closeStateStore();
         if (clusterRpc != null) {
             await(clusterRpc.close());
         }
@@ -800,6 +833,30 @@ final class AgentAssembly implements Assembly {
                 return null;
             }));
         }
+    }
+
+    /**
+     * Closes the state store once the node has stopped (no apply runs): cleanly, with its label, when the node stopped
+     * without a storage failure, so that the next start may reuse it; otherwise so that it is rebuilt.
+     */
+    private void closeStateStore() {
+        if (stateStore == null) {
+            return;
+        }
+        boolean failed = node != null && node.failure().isComplete();
+        await(vertx.executeBlocking(() -> {
+            if (failed || node == null) {
+                stateStore.close();
+            } else {
+                try {
+                    stateStore.close(stateLabel(transport == null ? null : transport.clusterId(), stateMachineName));
+                } catch (RuntimeException e) {
+                    LOG.warn("the state store could not be closed cleanly; it will be rebuilt at the next start: {}", e.getMessage());
+                    stateStore.close();
+                }
+            }
+            return null;
+        }));
     }
 
     private static <T> Future<T> onContext(Context context, java.util.function.Supplier<T> make) {

@@ -2,6 +2,7 @@ package io.conclave.engine.raft.builtin;
 
 import io.conclave.api.PluginContext;
 import io.conclave.api.Provider;
+import io.conclave.api.state.StateStore;
 import io.conclave.api.statemachine.StateMachine;
 import io.conclave.api.statemachine.StateMachineProvider;
 import io.conclave.engine.raft.kv.KvStateMachine;
@@ -27,11 +28,18 @@ public final class KvStateMachineProvider implements StateMachineProvider {
 
     @Override
     public String description() {
-        return "Consul's key/value store, sessions, locks, transactions, ACLs and replicated settings, on the heap";
+        return "Consul's key/value store, sessions, locks, transactions, ACLs and replicated settings, in the state store";
     }
 
+    /** Over a store of its own on the heap. */
     @Override
     public StateMachine create(PluginContext context) {
         return new KvStateMachine();
+    }
+
+    /** Over the state store the engine opened ({@code plugins.state_store}). */
+    @Override
+    public StateMachine create(PluginContext context, StateStore store) {
+        return new KvStateMachine(store);
     }
 }

@@ -183,14 +183,14 @@ public record ConclaveConfig(
      * progress: a blocking query may wait 10 minutes); request bodies buffered at once may hold at most
      * {@code httpMaxBodyBytesInFlight} bytes in all, past which a write is answered 503 with {@code Retry-After}; a
      * snapshot restore ({@code PUT /v1/snapshot}, streamed to disk, not buffered) may send at most
-     * {@code httpMaxSnapshotBytes} (0: a quarter of the heap, since the restored state is held in memory while it is
-     * staged), past which it is answered 413.
+     * {@code httpMaxSnapshotBytes} (0: {@link ConfigLoader#DEFAULT_HTTP_MAX_SNAPSHOT_BYTES}; the archive is staged on
+     * disk and its keys in the state store, never whole in the heap), past which it is answered 413.
      */
     public record Limits(int httpMaxConnsPerClient, int httpMaxConns, Duration httpHeaderTimeout, long httpMaxBodyBytesInFlight,
                          long httpMaxSnapshotBytes) {
-        /** The largest snapshot a restore accepts here: the configured bound, or a quarter of the heap. */
+        /** The largest snapshot a restore accepts here: the configured bound, or the default (whatever the heap). */
         public long snapshotLimit() {
-            return httpMaxSnapshotBytes > 0 ? httpMaxSnapshotBytes : Runtime.getRuntime().maxMemory() / 4;
+            return httpMaxSnapshotBytes > 0 ? httpMaxSnapshotBytes : ConfigLoader.DEFAULT_HTTP_MAX_SNAPSHOT_BYTES;
         }
     }
 

@@ -55,7 +55,7 @@ public final class ConfigLoader {
 
     /** The SPIs whose provider {@code plugins.<key>} may name. */
     public static final Set<String> PLUGIN_KEYS =
-            Set.of("membership", "storage", "removal_policy", "promoter", "autopilot", "state_machine");
+            Set.of("membership", "storage", "removal_policy", "promoter", "autopilot", "state_machine", "state_store");
 
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,62}");
     private static final Pattern DATACENTER = Pattern.compile("[a-z0-9_-]{1,64}");
@@ -693,6 +693,12 @@ public final class ConfigLoader {
     public static final Duration DEFAULT_HTTP_HEADER_TIMEOUT = Duration.ofSeconds(30);
     /** 32 MiB: 64 values of the 512 KiB maximum buffered at once. */
     public static final long DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT = 32L << 20;
+    /**
+     * 64 GiB: a restore's archive is streamed to disk and its keys staged in the state store, never held whole in the
+     * heap, so the bound is the disk a restore may fill, not the heap (it was a quarter of the heap while the staged state
+     * lived there: 64 MiB at -Xmx256m).
+     */
+    public static final long DEFAULT_HTTP_MAX_SNAPSHOT_BYTES = 64L << 30;
 
     private static ConclaveConfig.Limits readLimits(JsonReader json) {
         int perClient = (int) json.integer("http_max_conns_per_client", DEFAULT_HTTP_MAX_CONNS_PER_CLIENT, 1, 1_000_000);
@@ -703,7 +709,8 @@ public final class ConfigLoader {
                 Limits.MAX_VALUE_BYTES, 1L << 40);
         long snapshotBytes = json.integer("http_max_snapshot_bytes", 0, 0, 1L << 40);
         if (snapshotBytes > 0 && snapshotBytes < 1024) {
-            throw new ConfigException("limits.http_max_snapshot_bytes", "value " + snapshotBytes + " is below 1024 (allowed: 0 for a quarter of the heap, or 1024 to 1099511627776)");
+            throw new ConfigException("limits.http_max_snapshot_bytes", "value " + snapshotBytes + " is below 1024 (allowed: 0 for the default of "
+                    + DEFAULT_HTTP_MAX_SNAPSHOT_BYTES + ", or 1024 to 1099511627776)");
         }
         json.finish();
         return new ConclaveConfig.Limits(perClient, total, headerTimeout, bodyBytes, snapshotBytes);

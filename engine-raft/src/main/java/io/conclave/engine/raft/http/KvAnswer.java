@@ -43,6 +43,9 @@ final class KvAnswer {
 
     enum Mode { ENTRIES, KEYS, RAW }
 
+    /** Releases the view the answer reads (once the client went away; the response's end does it otherwise). */
+    private Runnable release = () -> { };
+
     private KvAnswer(Context context, HttpServerRequest request, Iterator<KvEntry> entries, Mode mode, String prefix, String separator) {
         this.context = context;
         this.request = request;
@@ -70,6 +73,7 @@ final class KvAnswer {
     static void send(Context context, HttpServerRequest request, KvView view, String key, java.util.Map<String, String> meta,
                      Authorizer authorizer) {
         context.runOnContext(v -> {
+            request.response().endHandler(ended -> view.close()); // the answer is sent: its view is released
             meta.forEach(request.response()::putHeader);
             answer(context, request, view, key, authorizer);
         });
@@ -84,14 +88,13 @@ final class KvAnswer {
                                Authorizer authorizer) {
         boolean keys = request.params().contains("keys");
         boolean prefix = keys || request.params().contains("recurse");
-        Collection<KvEntry> matching;
+        Iterator<KvEntry> iterator; // O(log n) to reach the first
         if (prefix) {
-            matching = view.withPrefix(key);
+            iterator = view.withPrefix(key);
         } else {
             KvEntry entry = view.get(key);
-            matching = entry == null ? java.util.List.of() : java.util.List.of(entry);
+            iterator = entry == null ? java.util.Collections.emptyIterator() : java.util.List.of(entry).iterator();
         }
-        Iterator<KvEntry> iterator = matching.iterator(); // O(log n) to reach the first
         if (prefix && authorizer != null && authorizer.keyReadFiltersUnder(key)) {
             request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
             iterator = readable(iterator, authorizer);
@@ -115,6 +118,7 @@ final class KvAnswer {
             iterator = java.util.List.of(iterator.next()).iterator(); // raw answers the first value alone
         }
         KvAnswer answer = new KvAnswer(context, request, iterator, mode, key, request.getParam("separator"));
+        answer.release = view::close;
         if (prefix && !key.isEmpty()) {
             answer.indexOnWorker = () -> view.prefixIndex(key);
         } else {
@@ -173,6 +177,7 @@ final class KvAnswer {
         context.executeBlocking(this::encodeChunk, false).onComplete(result -> {
             HttpServerResponse response = request.response();
             if (response.closed() || response.ended()) {
+                release.run();
                 return; // the client went away: stop encoding
             }
             if (result.failed()) {

@@ -101,8 +101,8 @@ public final class KvHttpApi {
         Context requestContext = vertx.getOrCreateContext(); // the HTTP server's event loop for this request
         KvWatches.Query query = new KvWatches.Query(key, request.params().contains("recurse") || request.params().contains("keys"));
         kv.raft().readyToRead(consistency).compose(ignored -> awaitIndex(request, query, index, wait))
-                // the store as the change that woke the query left it, else read now (O(1) on the node's context)
-                .compose(woken -> woken != null ? Future.succeededFuture(woken) : kv.readStore(machine -> machine.view()))
+                // read now, once woken or timed out (O(1) on the node's context): the answer closes the view
+                .compose(woken -> kv.readStore(machine -> machine.view()))
                 .onSuccess(view -> KvAnswer.send(requestContext, request, view, key, kv.raft().queryMeta(),
                         http.authorizer(request).orElse(null)))
                 .onFailure(error -> Requests.fail(request, error));
@@ -114,9 +114,9 @@ public final class KvHttpApi {
      * sixteenth of it at random, as Consul adds, so that watches started together do not all return together. A
      * watch whose client goes away is cancelled at once.
      */
-    private Future<KvView> awaitIndex(HttpServerRequest request, KvWatches.Query query, long index, Duration wait) {
+    private Future<Boolean> awaitIndex(HttpServerRequest request, KvWatches.Query query, long index, Duration wait) {
         if (index == 0) {
-            return Future.succeededFuture(null);
+            return Future.succeededFuture(false);
         }
         long jitter = wait.toNanos() / 16 <= 0 ? 0 : ThreadLocalRandom.current().nextLong(wait.toNanos() / 16);
         KvWatches.Handle watch = kv.watches().await(query, index, wait.plusNanos(jitter));

@@ -336,10 +336,14 @@ public final class SessionHttpApi {
         }
         Authorizer acl = http.authorizer(request).orElse(null);
         boolean[] filtered = {false};
-        kv.read(consistency, machine -> Map.entry(machine.index(), machine.sessions()))
-                .compose(read -> vertx.executeBlocking(() -> { // proportional to the sessions: on a worker
+        kv.read(consistency, machine -> machine.view())
+                .compose(view -> vertx.executeBlocking(() -> { // proportional to the sessions: on a worker
+                    Map<String, Session> sessions;
+                    try (view) {
+                        sessions = view.sessions();
+                    }
                     JsonArray answer = new JsonArray();
-                    for (Session session : read.getValue().values()) {
+                    for (Session session : sessions.values()) {
                         boolean wanted = kind == null || (kind.equals("info/") ? session.id().equals(argument) : session.node().equals(argument));
                         if (wanted && acl != null && !acl.sessionRead(session.node())) {
                             filtered[0] = true; // a session of a node the token may not read
@@ -349,7 +353,7 @@ public final class SessionHttpApi {
                             answer.add(json(session));
                         }
                     }
-                    return Map.entry(read.getKey(), answer.encodePrettily());
+                    return Map.entry(view.index(), answer.encodePrettily());
                 }, false))
                 .onSuccess(read -> {
                     if (filtered[0]) {

@@ -28,6 +28,8 @@ public final class SnapshotHttpApi {
 
     private static final Logger LOG = LoggerFactory.getLogger("conclave.snapshot");
     public static final String PATH = "/v1/snapshot";
+    /** Conclave's own: a digest of this server's state, to compare servers (operator read). */
+    public static final String DIGEST_PATH = "/v1/operator/state";
     /** What one restore chunk holds, at most (one entry past it when a single value is that large). */
     static final int CHUNK_BYTES = 256 * 1024;
 
@@ -41,8 +43,8 @@ public final class SnapshotHttpApi {
 
     /**
      * @param scratch         a folder of this server's own for the archives being sent or received (emptied now)
-     * @param maxRestoreBytes the largest archive a restore accepts (413 past it): the restored state is held in
-     *                        memory while it is staged, so the agent bounds it by its heap
+     * @param maxRestoreBytes the largest archive a restore accepts (413 past it): it is staged on disk, and its keys in
+     *                        the state store, so the bound is the disk it may fill
      * @param idleTimeout     how long a restore's body may send nothing before it is refused (408): a stalled
      *                        client does not hold the one restore a server runs at a time
      */
@@ -64,6 +66,12 @@ public final class SnapshotHttpApi {
     public void register(HttpApi http) {
         http.route(HttpMethod.GET, PATH, this::save);
         http.route(HttpMethod.PUT, PATH, this::restore);
+        http.route(HttpMethod.GET, DIGEST_PATH, request -> {
+            if (Requests.refusedParameters(request, datacenter, List.of())) {
+                return;
+            }
+            snapshots.digest().onSuccess(digest -> HttpApi.json(request, 200, digest)).onFailure(error -> Requests.fail(request, error));
+        });
     }
 
     // ---------------------------------------------------------------- save
@@ -110,7 +118,7 @@ public final class SnapshotHttpApi {
         }
         if (declared > maxRestoreBytes) {
             HttpApi.error(request, 413, "a snapshot of " + declared + " bytes is above the " + maxRestoreBytes
-                    + " byte limit of this server (a quarter of its heap: the restored state is held in memory)");
+                    + " byte limit of this server (limits.http_max_snapshot_bytes)");
             return;
         }
         if (declared == 0 || (declared < 0 && request.getHeader("Transfer-Encoding") == null)) {
@@ -126,10 +134,12 @@ public final class SnapshotHttpApi {
         request.pause(); // until the file is open: no byte of the body is lost meanwhile
         receive(request, file)
                 .compose(received -> snapshots.read(file))
-                .onComplete(read -> delete(file))
                 .recover(error -> Future.failedFuture(error instanceof IOException ? new Requests.BadRequest(error.getMessage()) : error))
-                .compose(snapshots::restore)
-                .onComplete(done -> restoring.set(false))
+                .compose(snapshots::restore) // the archive stays on disk while its keys are proposed from it
+                .onComplete(done -> {
+                    delete(file);
+                    restoring.set(false);
+                })
                 .onSuccess(contents -> request.response().setStatusCode(200).end())
                 .onFailure(error -> {
                     if (error instanceof TooLarge) {
@@ -183,7 +193,7 @@ public final class SnapshotHttpApi {
                 if (bytes[0] > maxRestoreBytes) {
                     out.close();
                     received.tryFail(new TooLarge("a snapshot above the " + maxRestoreBytes + " byte limit of this server"
-                            + " (a quarter of its heap: the restored state is held in memory)"));
+                            + " (limits.http_max_snapshot_bytes)"));
                     return;
                 }
                 out.write(chunk);

@@ -68,7 +68,11 @@ public final class TxnHttpApi {
                     }
                     if (KvTxn.readOnly(ops)) {
                         kv.view(consistency)
-                                .compose(view -> vertx.executeBlocking(() -> (KvResult) KvStateMachine.readTransaction(view, ops), false))
+                                .compose(view -> vertx.executeBlocking(() -> {
+                                    try (view) {
+                                        return (KvResult) KvStateMachine.readTransaction(view, ops);
+                                    }
+                                }, false))
                                 .onSuccess(answer -> {
                                     kv.raft().queryMeta().forEach(request.response()::putHeader);
                                     answer(request, answer);

@@ -782,6 +782,163 @@ public final class Catalog {
         return new Catalog(catalog.nodes, catalog.nodeIds, catalog.services, catalog.checks, catalog.instances, read);
     }
 
+    // ---------------------------------------------------------------- as a state store keeps it
+
+    /**
+     * The key a state store keeps {@code item} under: its node's key, then 0 for the node, 1 and the instance's ID for a
+     * service instance, 2 and the check's ID for a check. In key order a node comes before what is on it, and everything
+     * of one node shares {@link #storedPrefix}.
+     */
+    public static String storedKey(Item item) {
+        if (item instanceof NodeItem node) {
+            return storedPrefix(node.node().node()) + "0";
+        }
+        if (item instanceof ServiceItem service) {
+            return storedPrefix(service.node()) + "1" + SEPARATOR + key(service.service().id());
+        }
+        HealthCheck check = ((CheckItem) item).check();
+        return storedPrefix(check.node()) + "2" + SEPARATOR + key(check.checkId());
+    }
+
+    /** What every stored key of the node {@code name}'s records begins with ({@link #storedKey}). */
+    public static String storedPrefix(String name) {
+        return key(name) + SEPARATOR;
+    }
+
+    /** The node {@code name}'s records, the node first (none when the catalog has no such node). */
+    public List<Item> itemsOf(String name) {
+        CatalogNode node = nodes.get(key(name));
+        if (node == null) {
+            return List.of();
+        }
+        List<Item> items = new ArrayList<>();
+        items.add(new NodeItem(node));
+        for (NodeService service : servicesOf(services, name)) {
+            items.add(new ServiceItem(node.node(), service));
+        }
+        for (HealthCheck check : checksOf(checks, name)) {
+            items.add(new CheckItem(check));
+        }
+        return items;
+    }
+
+    private static final String NODE_TOPIC = Topics.node("");
+    private static final String SERVICE_TOPIC = Topics.service("");
+    private static final String NODE_CHECKS_TOPIC = Topics.nodeChecks("");
+
+    /**
+     * The index of the result set {@code topic} ({@link Topics}) as a state store keeps it, or {@code null} when it has
+     * none (an extinct service, a removed node): after a write, what its {@link Applied#topics()} now stand at.
+     */
+    public Long storedIndex(String topic) {
+        return switch (topic) {
+            case Topics.NODES -> indexes.nodes();
+            case Topics.SERVICES -> indexes.services();
+            case Topics.CHECKS -> indexes.checks();
+            case Topics.SERVICE_EXTINCTION -> indexes.serviceExtinction();
+            case Topics.NODE_EXTINCTION -> indexes.nodeExtinction();
+            default -> {
+                if (topic.startsWith(NODE_CHECKS_TOPIC)) {
+                    yield indexes.nodeChecks().get(topic.substring(NODE_CHECKS_TOPIC.length()));
+                }
+                if (topic.startsWith(NODE_TOPIC)) {
+                    yield indexes.node().get(topic.substring(NODE_TOPIC.length()));
+                }
+                if (topic.startsWith(SERVICE_TOPIC)) {
+                    yield indexes.service().get(topic.substring(SERVICE_TOPIC.length()));
+                }
+                throw new IllegalArgumentException("not a catalog topic: " + topic);
+            }
+        };
+    }
+
+    /**
+     * Every index as {@link #storedIndex} names them: what a state store holds beside the records (a table's index still
+     * 0, never written, is left out, as the applies that build the store leave it).
+     */
+    public Map<String, Long> storedIndexes() {
+        Map<String, Long> all = new java.util.TreeMap<>();
+        List<String> globals = List.of(Topics.NODES, Topics.SERVICES, Topics.CHECKS, Topics.SERVICE_EXTINCTION, Topics.NODE_EXTINCTION);
+        long[] values = {indexes.nodes(), indexes.services(), indexes.checks(), indexes.serviceExtinction(), indexes.nodeExtinction()};
+        for (int i = 0; i < values.length; i++) {
+            if (values[i] != 0) {
+                all.put(globals.get(i), values[i]);
+            }
+        }
+        indexes.service().forEach((name, index) -> all.put(SERVICE_TOPIC + name, index));
+        indexes.node().forEach((name, index) -> all.put(NODE_TOPIC + name, index));
+        indexes.nodeChecks().forEach((name, index) -> all.put(NODE_CHECKS_TOPIC + name, index));
+        return all;
+    }
+
+    /**
+     * The catalog a state store holds: its records in {@link #storedKey} order, with their own indexes, and the result
+     * sets' indexes as {@link #storedIndexes} gave them.
+     *
+     * @throws IOException when a record's node is missing or an index is not a catalog topic's
+     */
+    public static Catalog rebuilt(Iterator<Item> items, Map<String, Long> storedIndexes) throws IOException {
+        Catalog catalog = EMPTY;
+        while (items.hasNext()) {
+            Item item = items.next();
+            catalog = catalog.restored(0, item).withRecordIndexes(item);
+        }
+        java.util.TreeMap<String, Long> byService = new java.util.TreeMap<>();
+        java.util.TreeMap<String, Long> byNode = new java.util.TreeMap<>();
+        java.util.TreeMap<String, Long> byNodeChecks = new java.util.TreeMap<>();
+        long[] global = new long[5];
+        List<String> globals = List.of(Topics.NODES, Topics.SERVICES, Topics.CHECKS, Topics.SERVICE_EXTINCTION, Topics.NODE_EXTINCTION);
+        for (Map.Entry<String, Long> stored : storedIndexes.entrySet()) {
+            String topic = stored.getKey();
+            int position = globals.indexOf(topic);
+            if (position >= 0) {
+                global[position] = stored.getValue();
+            } else if (topic.startsWith(NODE_CHECKS_TOPIC)) {
+                byNodeChecks.put(topic.substring(NODE_CHECKS_TOPIC.length()), stored.getValue());
+            } else if (topic.startsWith(NODE_TOPIC)) {
+                byNode.put(topic.substring(NODE_TOPIC.length()), stored.getValue());
+            } else if (topic.startsWith(SERVICE_TOPIC)) {
+                byService.put(topic.substring(SERVICE_TOPIC.length()), stored.getValue());
+            } else {
+                throw new IOException("damaged catalog: an index of '" + topic + "'");
+            }
+        }
+        return new Catalog(catalog.nodes, catalog.nodeIds, catalog.services, catalog.checks, catalog.instances, new Indexes(global[0],
+                global[1], global[2], global[3], global[4], TreePMap.fromSortedMap(byService), TreePMap.fromSortedMap(byNode),
+                TreePMap.fromSortedMap(byNodeChecks)));
+    }
+
+    /** This catalog with {@code item}'s record as it is, its own indexes kept (a node before what is on it). */
+    public Catalog plusRecord(Item item) throws IOException {
+        return restored(0, item).withRecordIndexes(item);
+    }
+
+    /** {@code item} written at {@code index}: its CreateIndex and ModifyIndex both {@code index}. */
+    public static Item writtenAt(Item item, long index) {
+        if (item instanceof NodeItem node) {
+            return new NodeItem(node.node().withIndexes(index, index));
+        }
+        if (item instanceof ServiceItem service) {
+            return new ServiceItem(service.node(), service.service().withIndexes(index, index));
+        }
+        return new CheckItem(((CheckItem) item).check().withIndexes(index, index));
+    }
+
+    /** {@code item} as {@link #storedKey}'s record holds it. */
+    public static byte[] encodeItem(Item item) {
+        return CatalogCodec.bytes(data -> writeItem(data, item));
+    }
+
+    /** An item from {@link #encodeItem}'s bytes. */
+    public static Item decodeItem(byte[] bytes) throws IOException {
+        DataInputStream data = new DataInputStream(new java.io.ByteArrayInputStream(bytes));
+        Item item = readItem(data);
+        if (data.available() > 0) {
+            throw new IOException("damaged catalog: trailing bytes in a record");
+        }
+        return item;
+    }
+
     /** This catalog with {@code item}'s record given back its own indexes (a snapshot keeps them). */
     private Catalog withRecordIndexes(Item item) {
         if (item instanceof NodeItem node) {

@@ -44,10 +44,11 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
     /** A waiting query: cancel it when its client goes away. */
     public interface Handle {
         /**
-         * Completes when the query's index passed the one it was given — with the store as the change that woke it
-         * left it (no second read needed) — or with {@code null} when its wait ran out or it was cancelled; never fails.
+         * Completes with true when the query's index passed the one it was given (the caller reads the store then, and
+         * sees the change that woke it or a later one), or with false when its wait ran out or it was cancelled; never
+         * fails.
          */
-        Future<KvView> woken();
+        Future<Boolean> woken();
 
         void cancel();
     }
@@ -66,7 +67,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
     /** Each prefix length watched, and how many prefix watches have it. */
     private final TreeMap<Integer, Integer> prefixLengths = new TreeMap<>();
 
-    /** @param current reads the store as it is now (on the node: an O(1) view) */
+    /** @param current reads the store as it is now (on the node: an O(1) view, which this class closes) */
     public KvWatches(Supplier<Future<KvView>> current) {
         this.current = current;
     }
@@ -74,7 +75,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
     private final class Watch implements Handle {
         final Query query;
         final long index;
-        final Promise<KvView> done = Promise.promise();
+        final Promise<Boolean> done = Promise.promise();
         ScheduledFuture<?> timer;
         boolean finished;
 
@@ -84,13 +85,13 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         }
 
         @Override
-        public Future<KvView> woken() {
+        public Future<Boolean> woken() {
             return done.future();
         }
 
         @Override
         public void cancel() {
-            thread.execute(() -> finish(this, null));
+            thread.execute(() -> finish(this, false));
         }
     }
 
@@ -103,15 +104,21 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         waiting.incrementAndGet(); // before the read below: every change applied after it is handed over
         thread.execute(() -> {
             add(watch);
-            watch.timer = thread.schedule(() -> finish(watch, null), Math.max(0, wait.toNanos()), TimeUnit.NANOSECONDS);
+            watch.timer = thread.schedule(() -> finish(watch, false), Math.max(0, wait.toNanos()), TimeUnit.NANOSECONDS);
             current.get().onComplete(read -> thread.execute(() -> {
-                if (watch.finished) {
-                    return;
-                }
-                if (read.failed()) {
-                    finish(watch, null); // the store cannot be read: the caller reads (and fails) now
-                } else if (watch.query.indexIn(read.result()) > watch.index) {
-                    finish(watch, read.result()); // already past
+                try {
+                    if (watch.finished) {
+                        return;
+                    }
+                    if (read.failed()) {
+                        finish(watch, false); // the store cannot be read: the caller reads (and fails) now
+                    } else if (watch.query.indexIn(read.result()) > watch.index) {
+                        finish(watch, true); // already past
+                    }
+                } finally {
+                    if (read.succeeded()) {
+                        read.result().close();
+                    }
                 }
             }));
         });
@@ -128,13 +135,21 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         return woken.get();
     }
 
-    /** On the node's context, for every apply that changed a user's key: hands the change to the watch thread. */
+    /**
+     * On the node's context, for every apply that changed a user's key: takes a view (only while queries wait) and hands
+     * the change to the watch thread, which closes the view once it has matched the change.
+     */
     @Override
-    public void changed(long raftIndex, KvView after, List<String> keys) {
+    public void changed(long raftIndex, Supplier<KvView> after, List<String> keys) {
         if (waiting.get() == 0) {
             return;
         }
-        thread.execute(() -> dispatch(raftIndex, after, keys));
+        KvView view = after.get();
+        thread.execute(() -> {
+            try (view) {
+                dispatch(raftIndex, view, keys);
+            }
+        });
     }
 
     private void dispatch(long raftIndex, KvView after, List<String> keys) {
@@ -161,7 +176,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
             // it (a server behind the client's last answer) is checked against the store itself
             if (!watch.finished && (raftIndex > watch.index || watch.query.indexIn(after) > watch.index)) {
                 woken.incrementAndGet();
-                finish(watch, after);
+                finish(watch, true);
             }
         }
     }
@@ -175,7 +190,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
         }
     }
 
-    private void finish(Watch watch, KvView view) {
+    private void finish(Watch watch, boolean changed) {
         if (watch.finished) {
             return;
         }
@@ -194,7 +209,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
                 prefixLengths.computeIfPresent(watch.query.key().length(), (length, count) -> count == 1 ? null : count - 1);
             }
         }
-        watch.done.tryComplete(view);
+        watch.done.tryComplete(changed);
     }
 
     @Override
@@ -203,7 +218,7 @@ public final class KvWatches implements KvStateMachine.ChangeListener, AutoClose
             List<Watch> all = new ArrayList<>();
             byKey.values().forEach(all::addAll);
             byPrefix.values().forEach(all::addAll);
-            all.forEach(watch -> finish(watch, null));
+            all.forEach(watch -> finish(watch, false));
         });
         thread.shutdown();
     }

@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A user's snapshot of the key/value store, as {@code conclave snapshot save} writes it and
@@ -44,8 +45,92 @@ public final class SnapshotArchive {
     static final int DIGEST_BYTES = 32;
     private static final int HEADER_BYTES = MAGIC.length + 4 + 4;
 
-    /** The metadata and the state read from an archive. */
-    public record Contents(JsonObject meta, KvStateMachine.State state) {
+    /**
+     * An archive checked whole (its digest, its layout, every entry of its state parsed once), to be restored from:
+     * the metadata, the state's index and number of users' keys, its system entries (few: kept), and where its state
+     * lies in the file, so that the users' keys are read again one at a time ({@link #users()}) and never held whole.
+     */
+    public record Contents(JsonObject meta, Path file, long stateStart, long stateBytes, long index, long keys,
+                           Map<String, KvEntry> system, List<Catalog.Item> catalog) {
+
+        /** The users' keys, read from the file in order, one at a time; close it when done. Blocking. */
+        public EntryReader users() throws IOException {
+            FileChannel channel = FileChannel.open(file, StandardOpenOption.READ);
+            try {
+                DataInputStream data = new DataInputStream(new BufferedInputStream(limited(Channels.newInputStream(
+                        channel.position(stateStart)), stateBytes), 64 * 1024));
+                data.readInt(); // the version: checked by read
+                data.readLong(); // the index
+                int count = data.readInt();
+                return new EntryReader(channel, data, count);
+            } catch (IOException | RuntimeException e) {
+                channel.close();
+                throw e;
+            }
+        }
+
+        /** What the archive holds, counted. */
+        public Holdings holdings() {
+            List<String> live = new ArrayList<>();
+            system.values().forEach(entry -> {
+                if (entry.value().length > 0) {
+                    live.add(entry.key());
+                }
+            });
+            Holdings holdings = Holdings.of(keys, live);
+            if (catalog == null) {
+                return holdings;
+            }
+            long[] counts = new long[3];
+            catalog.forEach(item -> counts[item instanceof Catalog.NodeItem ? 0 : item instanceof Catalog.ServiceItem ? 1 : 2]++);
+            return holdings.withCatalog(counts[0], counts[1], counts[2]);
+        }
+    }
+
+    /** The users' keys of a checked archive, one at a time. */
+    public static final class EntryReader implements java.util.Iterator<KvEntry>, AutoCloseable {
+        private final FileChannel channel;
+        private final DataInputStream data;
+        private int left;
+
+        EntryReader(FileChannel channel, DataInputStream data, int count) {
+            this.channel = channel;
+            this.data = data;
+            this.left = count;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return left > 0;
+        }
+
+        @Override
+        public KvEntry next() {
+            if (left <= 0) {
+                throw new java.util.NoSuchElementException();
+            }
+            try {
+                String key = data.readUTF();
+                long flags = data.readLong();
+                long createIndex = data.readLong();
+                long modifyIndex = data.readLong();
+                byte[] value = new byte[data.readInt()];
+                data.readFully(value);
+                left--;
+                return new KvEntry(key, value, flags, createIndex, modifyIndex);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException("the snapshot changed after it was checked: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // read only: nothing to lose
+            }
+        }
     }
 
     /** What {@link #inspect} finds: the metadata, the state's size, the file's size, and what the state holds. */
@@ -72,6 +157,11 @@ public final class SnapshotArchive {
             this(keys, aclTokens, aclPolicies, aclBootstrapped, settings, 0, 0, 0);
         }
 
+        /** These holdings with the catalog's counts. */
+        public Holdings withCatalog(long nodeCount, long serviceCount, long checkCount) {
+            return new Holdings(keys, aclTokens, aclPolicies, aclBootstrapped, settings, nodeCount, serviceCount, checkCount);
+        }
+
         /** The holdings of a state with {@code keys} users' keys and these system entries that are not deletions. */
         public static Holdings of(long keys, Collection<String> systemKeys) {
             long tokens = 0;
@@ -94,11 +184,6 @@ public final class SnapshotArchive {
             return new Holdings(keys, tokens, policies, bootstrapped, List.copyOf(settings));
         }
 
-        /** These holdings with the catalog's counts. */
-        public Holdings withCatalog(long nodeCount, long serviceCount, long checkCount) {
-            return new Holdings(keys, aclTokens, aclPolicies, aclBootstrapped, settings, nodeCount, serviceCount, checkCount);
-        }
-
         /** The holdings of {@code state}. */
         public static Holdings of(KvStateMachine.State state) {
             List<String> live = new ArrayList<>();
@@ -107,9 +192,8 @@ public final class SnapshotArchive {
                     live.add(entry.key());
                 }
             });
-            Holdings holdings = of(state.entries().size(), live);
-            return state.catalog() == null ? holdings
-                    : holdings.withCatalog(state.catalog().nodeCount(), state.catalog().serviceCount(), state.catalog().checkCount());
+            Catalog catalog = state.catalog();
+            return of(state.keys(), live).withCatalog(catalog.nodeCount(), catalog.serviceCount(), catalog.checkCount());
         }
 
         /** As {@code snapshot inspect -format=json} shows them. */
@@ -147,16 +231,28 @@ public final class SnapshotArchive {
         }
     }
 
-    /** Reads and checks an archive; the state is parsed into memory. Blocking. */
+    /**
+     * Reads and checks an archive: its digest, its layout, and its state parsed to the end, one entry at a time (memory
+     * stays small whatever its size: only the system entries are kept). Blocking.
+     */
     public static Contents read(Path file) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             Layout layout = check(channel);
             InputStream bounded = new BufferedInputStream(limited(Channels.newInputStream(channel.position(layout.stateStart)),
                     layout.stateBytes), 64 * 1024);
             DataInputStream data = new DataInputStream(bounded);
-            KvStateMachine.State state;
+            long[] keys = {0};
+            Map<String, KvEntry> system = new java.util.TreeMap<>();
+            List<Catalog.Item>[] catalog = new List[1]; // stays null for an archive written before the catalog
+            long index;
             try {
-                state = KvStateMachine.State.readFrom(data);
+                index = KvStateMachine.State.readFrom(data, entry -> keys[0]++, entry -> system.put(entry.key(), entry), item -> {
+                    if (item == null) {
+                        catalog[0] = new ArrayList<>();
+                    } else {
+                        catalog[0].add(item);
+                    }
+                });
             } catch (java.io.EOFException e) {
                 throw new IOException("damaged snapshot " + file + ": its state ends early");
             } catch (IOException e) {
@@ -165,7 +261,8 @@ public final class SnapshotArchive {
             if (data.read() != -1) {
                 throw new IOException("damaged snapshot " + file + ": bytes after the end of its state");
             }
-            return new Contents(layout.meta, state);
+            return new Contents(layout.meta, file, layout.stateStart, layout.stateBytes, index, keys[0], system,
+                    catalog[0] == null ? null : List.copyOf(catalog[0]));
         }
     }
 

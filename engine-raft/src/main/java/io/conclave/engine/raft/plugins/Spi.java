@@ -5,6 +5,7 @@ import io.conclave.api.autopilot.AutopilotProvider;
 import io.conclave.api.autopilot.PromoterProvider;
 import io.conclave.api.membership.MembershipProvider;
 import io.conclave.api.policy.RemovalPolicyProvider;
+import io.conclave.api.state.StateStoreProvider;
 import io.conclave.api.statemachine.StateMachineProvider;
 import io.conclave.api.storage.StorageProvider;
 
@@ -15,7 +16,8 @@ public enum Spi {
     REMOVAL_POLICY("removal_policy", RemovalPolicyProvider.class, true),
     PROMOTER("promoter", PromoterProvider.class, false),
     AUTOPILOT("autopilot", AutopilotProvider.class, false),
-    STATE_MACHINE("state_machine", StateMachineProvider.class, false);
+    STATE_MACHINE("state_machine", StateMachineProvider.class, false),
+    STATE_STORE("state_store", StateStoreProvider.class, false);
 
     private final String key;
     private final Class<? extends Provider> type;

@@ -213,13 +213,23 @@ public final class RaftNode {
     private void restoreFromStorage(ClusterConfiguration bootstrap) throws IOException {
         List<SnapshotMeta> snapshots = storage.snapshots().list();
         SnapshotMeta snapshot = snapshots.isEmpty() ? null : snapshots.get(0);
+        boolean reused = reuseRecoveredState(snapshot);
         if (snapshot != null) {
-            try (SnapshotStore.Reader reader = storage.snapshots().open(snapshot.id()); InputStream input = reader.input()) {
-                stateMachine.restore(input);
+            if (!reused) {
+                long started = System.nanoTime();
+                try (SnapshotStore.Reader reader = storage.snapshots().open(snapshot.id()); InputStream input = reader.input()) {
+                    stateMachine.restore(input);
+                }
+                LOG.info("{}: state machine: the snapshot at index {} ({} bytes) loaded in {} ms", id, snapshot.lastIndex(),
+                        snapshot.sizeBytes(), (System.nanoTime() - started) / 1_000_000);
             }
             applied = snapshot.lastIndex();
             snapshotIndex = snapshot.lastIndex();
             lastSnapshotBytes = snapshot.sizeBytes();
+        }
+        if (!reused && storage.log().lastIndex() > applied) {
+            rebuildTarget = storage.log().lastIndex();
+            rebuildStartedNanos = System.nanoTime();
         }
         if (snapshot != null && snapshot.lastIndex() >= storage.log().firstIndex() && snapshot.lastIndex() <= storage.log().lastIndex()
                 && storage.log().get(snapshot.lastIndex()).term() != snapshot.lastTerm()) {
@@ -255,6 +265,37 @@ public final class RaftNode {
             core.bootstrap(bootstrap);
         }
     }
+
+    /**
+     * The state machine's state kept from before this start (a state store reused after a clean close), used when the
+     * log still reaches it: its index is at or past the latest snapshot's and at most the log's last. Then no snapshot
+     * is restored and the entries up to it, which the core hands over again once it learns they are committed, are not
+     * applied twice. Otherwise the state is thrown away and rebuilt from the snapshot and the log. Storage worker.
+     */
+    private boolean reuseRecoveredState(SnapshotMeta snapshot) {
+        long recovered = stateMachine.recoveredIndex();
+        if (recovered <= 0) {
+            return false;
+        }
+        long snapshotAt = snapshot == null ? 0 : snapshot.lastIndex();
+        long lastIndex = storage.log().lastIndex();
+        if (recovered >= snapshotAt && recovered <= Math.max(snapshotAt, lastIndex)) {
+            skipAppliesUpTo = recovered;
+            LOG.info("{}: state machine: reused its state at index {} (its store was closed cleanly); the log is applied from index {}"
+                    + " on", id, recovered, recovered + 1);
+            return true;
+        }
+        LOG.warn("{}: state machine: its state at index {} cannot be reused (the snapshot is at {}, the log ends at {}): discarded,"
+                + " rebuilt from the snapshot and the log", id, recovered, snapshotAt, lastIndex);
+        stateMachine.discardRecovered();
+        return false;
+    }
+
+    /** Entries at or below it are in the state machine's reused state already: not applied again (0: none). */
+    private long skipAppliesUpTo;
+    /** A rebuild from the snapshot and the log under way: the log's last index at start, and when it began (0: none). */
+    private long rebuildTarget;
+    private long rebuildStartedNanos;
 
     // ---------------------------------------------------------------- inputs
 
@@ -814,9 +855,14 @@ public final class RaftNode {
         return RaftNode.<StateMachine.Restoration>onWorker(snapshotWorker, () -> {
             SnapshotMeta stored = received.commit();
             storage.snapshots().retain(options.retainedSnapshots());
+            long started = System.nanoTime();
+            StateMachine.Restoration loaded;
             try (SnapshotStore.Reader reader = storage.snapshots().open(stored.id()); InputStream input = reader.input()) {
-                return stateMachine.load(input);
+                loaded = stateMachine.load(input); // streamed from the stored file into the state machine, beside the live state
             }
+            LOG.info("{}: state machine: the snapshot at index {} ({} bytes) received from the leader, loaded in {} ms", id,
+                    stored.lastIndex(), stored.sizeBytes(), (System.nanoTime() - started) / 1_000_000);
+            return loaded;
         }).map(loaded -> {
             restoration = loaded;
             return null;
@@ -869,6 +915,8 @@ public final class RaftNode {
             }
             applied = meta.lastIndex();
             snapshotIndex = applied;
+            skipAppliesUpTo = 0; // the installed state replaced any reused one
+            rebuildTarget = 0;
             appliedBytesSinceSnapshot = 0;
             lastSnapshotBytes = meta.sizeBytes();
             return true;
@@ -1023,7 +1071,13 @@ public final class RaftNode {
     }
 
     private void apply(LogEntry entry) {
-        byte[] result = entry.type() == LogEntry.Type.COMMAND ? stateMachine.apply(entry.index(), entry.data()) : null;
+        boolean alreadyIn = entry.index() <= skipAppliesUpTo; // in the reused state: applied before the restart
+        byte[] result = entry.type() == LogEntry.Type.COMMAND && !alreadyIn ? stateMachine.apply(entry.index(), entry.data()) : null;
+        if (rebuildTarget > 0 && entry.index() >= rebuildTarget) {
+            LOG.info("{}: state machine: rebuilt from the snapshot at index {} and the log to index {} in {} ms", id, snapshotIndex,
+                    entry.index(), (System.nanoTime() - rebuildStartedNanos) / 1_000_000);
+            rebuildTarget = 0;
+        }
         appliedBytesSinceSnapshot += entry.data() == null ? 0 : entry.data().length;
         applied = entry.index();
         pendingWrites.applied(entry, pending -> {
@@ -1080,8 +1134,8 @@ public final class RaftNode {
      * the state (or the thresholds, if larger).
      */
     private void maybeSnapshot() {
-        if (appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION) {
-            return;
+        if (appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION || applied < skipAppliesUpTo) {
+            return; // (a reused state is ahead of the applied index until the log reaches it: a capture would mislabel it)
         }
         // past the byte threshold the interval is not waited for: the log in memory would grow without bound
         boolean bytesReached = applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes();

@@ -2,9 +2,9 @@ package io.conclave.engine.raft.service;
 
 import io.conclave.api.ConclaveVersion;
 import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvEntry;
-import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.SnapshotArchive;
 import io.conclave.engine.raft.kv.SystemKeys;
@@ -66,6 +66,7 @@ public final class SnapshotService {
     public Future<Long> save(ReadConsistency consistency, Path file) {
         return kv.read(consistency, KvStateMachine::state) // O(1) on the node's context
                 .compose(state -> vertx.executeBlocking(() -> {
+                  try (state) {
                     JsonObject meta = new JsonObject()
                             .put("Format", 1)
                             .put("Index", state.index())
@@ -74,12 +75,27 @@ public final class SnapshotService {
                             .put("Node", nodeName)
                             .put("Created", Instant.now().toString())
                             .put("ConclaveVersion", ConclaveVersion.current())
-                            .put("Keys", state.entries().size())
+                            .put("Keys", state.keys())
                             .put("SystemEntries", state.system().size())
                             .put("Stale", consistency.stale());
-                    SnapshotArchive.write(file, meta, state);
+                    SnapshotArchive.write(file, meta, state); // streamed from the view: never whole in memory
                     return state.index();
+                  }
                 }, false));
+    }
+
+    /**
+     * What this server's store holds now, digested ({@link KvStateMachine#digest}) on a worker from a view: its index,
+     * the digest, and its counts. Servers that applied the same log to the same index answer the same digest.
+     */
+    public Future<JsonObject> digest() {
+        return kv.readStore(machine -> machine.view()).compose(view -> vertx.executeBlocking(() -> {
+            try (view) {
+                return new JsonObject().put("Index", view.index()).put("Digest", KvStateMachine.digest(view)).put("Keys", view.size())
+                        .put("Tombstones", view.tombstoneCount()).put("Sessions", view.sessions().size())
+                        .put("SystemEntries", view.systemEntries().size());
+            }
+        }, false));
     }
 
     /** Reads and checks an archive on a worker; fails with {@link IOException} for a damaged or foreign file. */
@@ -93,21 +109,31 @@ public final class SnapshotService {
      */
     public Future<SnapshotArchive.Contents> restore(SnapshotArchive.Contents contents) {
         String id = UUID.randomUUID().toString();
-        KvStateMachine.State state = contents.state();
-        Cursor<KvEntry> users = new Cursor<>(state.entries().values().iterator());
-        Cursor<KvEntry> system = new Cursor<>(state.system().values().iterator());
-        Cursor<Catalog.Item> catalog = state.catalog() == null ? null : new Cursor<>(state.catalog().items());
-        long total = state.entries().size() + (long) state.system().size() + (state.catalog() == null ? 0
-                : (long) state.catalog().nodeCount() + state.catalog().serviceCount() + state.catalog().checkCount());
+        List<Catalog.Item> catalogItems = contents.catalog();
+        long total = contents.keys() + contents.system().size() + (catalogItems == null ? 0 : catalogItems.size());
         LOG.info("snapshot restore {}: {} keys and {} system entries from {} (index {} of datacenter {}, saved {})", id,
-                state.entries().size(), state.system().size(), contents.meta().getString("Node", "?"),
+                contents.keys(), contents.system().size(), contents.meta().getString("Node", "?"),
                 contents.meta().getValue("Index"), contents.meta().getString("Datacenter", "?"), contents.meta().getString("Created", "?"));
-        SnapshotArchive.Holdings holdings = SnapshotArchive.Holdings.of(state);
-        return chunks(id, 0, users, system, catalog)
-                .compose(count -> kv.readStore(machine -> machine.state().system()) // O(1): the map as it is now
+        SnapshotArchive.Holdings holdings = contents.holdings();
+        SnapshotArchive.EntryReader[] reader = {null};
+        // the users' keys are read from the file as they are proposed, a chunk at a time, on a worker
+        return vertx.executeBlocking(() -> new Cursor<>(reader[0] = contents.users()), false)
+                .compose(users -> chunks(id, 0, users, new Cursor<>(contents.system().values().iterator()),
+                        catalogItems == null ? null : new Cursor<>(catalogItems.iterator())))
+                .compose(count -> kv.readStore(machine -> machine.view()) // O(1): the store as it is now, read on a worker
+                        .compose(view -> vertx.executeBlocking(() -> {
+                            try (view) {
+                                return view.systemEntries();
+                            }
+                        }, false))
                         .compose(live -> expect(kv.apply(new KvCommand(KvCommand.Op.RESTORE_COMMIT, id, new byte[0], total, count)),
                                 "was replaced by another restore started meanwhile; the store holds that one, or is unchanged")
-                                .map(v -> revived(state.system(), live))))
+                                .map(v -> revived(contents.system(), live))))
+                .onComplete(done -> {
+                    if (reader[0] != null) {
+                        reader[0].close();
+                    }
+                })
                 .onSuccess(revived -> logAcls(id, holdings, revived))
                 .recover(error -> {
                     LOG.warn("snapshot restore {} failed: {}", id, error.getMessage());

@@ -2,6 +2,7 @@ package io.conclave.engine.raft.service;
 
 import io.conclave.engine.raft.core.Role;
 import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.runtime.RaftNode;
 import io.vertx.core.Vertx;
 import java.time.Duration;
@@ -72,7 +73,7 @@ public final class TombstoneReaper {
             return;
         }
         long upTo = due.appliedIndex();
-        kv.readStore(machine -> !machine.tombstones().isEmpty())
+        kv.readStore(KvStateMachine::hasTombstones)
                 .compose(any -> any ? kv.apply(new KvCommand(KvCommand.Op.REAP_TOMBSTONES, "", new byte[0], 0, upTo))
                         .map(done -> true) : io.vertx.core.Future.succeededFuture(false))
                 .onComplete(result -> {

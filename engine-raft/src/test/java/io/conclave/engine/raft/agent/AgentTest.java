@@ -48,9 +48,11 @@ class AgentTest {
 
             Response plugins = request(agent.httpPort(), HttpMethod.GET, "/v1/agent/plugins");
             JsonArray list = new JsonArray(plugins.body());
-            // the built-ins (static membership, in-memory storage, shutdown-on-remove, the key/value state machine), MapDB,
-            // autopilot's two policies, autopilot, its promoter
-            assertEquals(9, list.size(), plugins.body());
+            // the built-ins (static membership, in-memory storage, shutdown-on-remove, the key/value state machine, the heap
+            // state store), the storage plugin's two (its files, the MapDB state store), autopilot's two policies,
+            // autopilot, its promoter
+            assertEquals(11, list.size(), plugins.body());
+            assertTrue(body.getJsonObject("Plugins").containsKey("state_store"), "the state store is one of the active plugins");
             assertEquals("autopilot", body.getJsonObject("Plugins").getString("autopilot"));
             assertEquals("stable", body.getJsonObject("Plugins").getString("promoter"));
             assertEquals("kv", body.getJsonObject("Plugins").getString("state_machine"),

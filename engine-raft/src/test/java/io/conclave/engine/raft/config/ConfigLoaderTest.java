@@ -187,9 +187,11 @@ class ConfigLoaderTest {
     }
 
     @Test
-    void the_snapshot_limit_is_a_quarter_of_the_heap_unless_set_and_a_tiny_one_is_refused() {
-        assertEquals(Runtime.getRuntime().maxMemory() / 4,
-                ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").limits().snapshotLimit());
+    void the_snapshot_limit_is_64_gib_whatever_the_heap_unless_set_and_a_tiny_one_is_refused() {
+        assertEquals(64L << 30, ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").limits().snapshotLimit(),
+                "a restore is staged on disk and in the state store: its bound is not the heap's");
+        assertEquals(64L << 30, ConfigLoader.parse("{\"data_dir\": \"/x\", \"limits\": {\"http_max_snapshot_bytes\": 0}}", false,
+                "test.json").limits().snapshotLimit(), "0 is the default");
         assertEquals(1L << 30, ConfigLoader.parse("{\"data_dir\": \"/x\", \"limits\": {\"http_max_snapshot_bytes\": 1073741824}}",
                 false, "test.json").limits().snapshotLimit());
         ConfigException tiny = rejected("{\"data_dir\": \"/x\", \"limits\": {\"http_max_snapshot_bytes\": 100}}");

@@ -1,7 +1,7 @@
 package io.conclave.engine.raft.transport;
 
 import io.conclave.api.storage.Storage;
-import io.conclave.plugin.storage.mapdb.MapDbStorage;
+import io.conclave.plugin.storage.mapdb.FileStorage;
 import java.nio.file.Path;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -16,7 +16,7 @@ class GrpcClusterMapDbTest extends GrpcClusterTest {
 
     @Override
     protected Storage openStorage(String id, Storage previous) {
-        return MapDbStorage.open(folder.resolve(id));
+        return FileStorage.open(folder.resolve(id));
     }
 
     @Override

@@ -62,7 +62,7 @@ final class StableFile implements AutoCloseable {
         this.sequence = sequence;
     }
 
-    /** Whether the file exists (its absence beside a log is what {@link MapDbStorage} refuses). */
+    /** Whether the file exists (its absence beside a log is what {@link FileStorage} refuses). */
     static boolean exists(Path file) {
         return Files.exists(file);
     }

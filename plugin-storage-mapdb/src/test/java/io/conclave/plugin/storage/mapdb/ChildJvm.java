@@ -40,7 +40,7 @@ final class ChildJvm implements AutoCloseable {
         List<String> entries = new ArrayList<>();
         try {
             entries.add(Path.of(CrashWriter.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
-            entries.add(Path.of(MapDbStorage.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
+            entries.add(Path.of(FileStorage.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
         } catch (URISyntaxException e) {
             throw new IllegalStateException(e);
         }

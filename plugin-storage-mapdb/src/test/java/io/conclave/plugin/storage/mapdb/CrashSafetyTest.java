@@ -96,7 +96,7 @@ class CrashSafetyTest {
     static Model verify(Path folder, Model acknowledged, String inFlight, String where) {
         Model after = inFlight == null ? acknowledged : acknowledged.copy().apply(inFlight);
         Model found = new Model();
-        try (MapDbStorage storage = MapDbStorage.open(folder, SEGMENT_BYTES)) {
+        try (FileStorage storage = FileStorage.open(folder, SEGMENT_BYTES)) {
             found.term = storage.stable().currentTerm();
             found.vote = storage.stable().votedFor();
             byte[] clusterId = storage.stable().get("cluster-id");

@@ -74,7 +74,7 @@ public final class CrashWriter {
         orphaned.setDaemon(true);
         orphaned.start();
         PrintStream out = System.out;
-        try (MapDbStorage storage = MapDbStorage.open(folder, segmentBytes)) {
+        try (FileStorage storage = FileStorage.open(folder, segmentBytes)) {
             out.println("START " + storage.log().lastIndex());
             out.flush();
             for (long n = 0; ; n++) {
@@ -89,7 +89,7 @@ public final class CrashWriter {
     }
 
     /** The next operation, from the storage's state. */
-    private static String next(MapDbStorage storage, Random random, long seed, long n) {
+    private static String next(FileStorage storage, Random random, long seed, long n) {
         long term = storage.stable().currentTerm();
         long first = storage.log().firstIndex();
         long last = storage.log().lastIndex();
@@ -113,7 +113,7 @@ public final class CrashWriter {
         return "append " + (last + 1) + " " + (last + count) + " " + term;
     }
 
-    static void perform(MapDbStorage storage, String op) {
+    static void perform(FileStorage storage, String op) {
         String[] parts = op.split(" ");
         switch (parts[0]) {
             case "term" -> storage.stable().setTermAndVote(Long.parseLong(parts[1]), parts[2].equals("-") ? null : parts[2]);

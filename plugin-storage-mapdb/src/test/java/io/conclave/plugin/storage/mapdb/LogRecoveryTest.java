@@ -45,7 +45,7 @@ class LogRecoveryTest {
     /** 300 entries in one active segment (the segment size is large), then 20 in small segments. */
     @BeforeEach
     void fill() {
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             List<LogEntry> entries = new ArrayList<>();
             for (long index = 1; index <= ENTRIES; index++) {
                 entries.add(new LogEntry(index, 1, LogEntry.Type.COMMAND, CrashWriter.content(index, DATA_BYTES)));
@@ -56,7 +56,7 @@ class LogRecoveryTest {
     }
 
     private Path activeSegment() throws IOException {
-        try (Stream<Path> files = Files.list(folder.resolve(MapDbStorage.LOG_FOLDER))) {
+        try (Stream<Path> files = Files.list(folder.resolve(FileStorage.LOG_FOLDER))) {
             return files.filter(file -> file.toString().endsWith(SegmentedLog.OPEN_SUFFIX)).findFirst().orElseThrow();
         }
     }
@@ -80,7 +80,7 @@ class LogRecoveryTest {
 
     private CorruptionException assertRefusedAndUntouched(Path damaged, String... what) throws Exception {
         Map<String, String> before = fingerprint();
-        CorruptionException error = assertThrows(CorruptionException.class, () -> MapDbStorage.open(folder).close(),
+        CorruptionException error = assertThrows(CorruptionException.class, () -> FileStorage.open(folder).close(),
                 "the damaged log must not open");
         assertTrue(error.getMessage().contains(damaged.getFileName().toString()), error.getMessage());
         for (String part : what) {
@@ -95,7 +95,7 @@ class LogRecoveryTest {
         PrintStream original = System.err;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             assertEquals(expectedLast, storage.log().lastIndex());
             for (long index = 1; index <= expectedLast; index++) {
                 assertArrayEquals(CrashWriter.content(index, DATA_BYTES), storage.log().get(index).data(), "entry " + index);
@@ -104,7 +104,7 @@ class LogRecoveryTest {
         } finally {
             System.setErr(original);
         }
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             assertEquals(expectedLast + 1, storage.log().lastIndex(), "an append after the cut is kept");
         }
         return captured.toString(StandardCharsets.UTF_8);
@@ -195,8 +195,8 @@ class LogRecoveryTest {
 
     @Test
     void when_an_index_file_is_damaged_then_open_is_refused_naming_the_index_and_a_missing_one_is_rebuilt() throws Exception {
-        Path log = folder.resolve(MapDbStorage.LOG_FOLDER);
-        try (MapDbStorage storage = MapDbStorage.open(folder, 4096)) {
+        Path log = folder.resolve(FileStorage.LOG_FOLDER);
+        try (FileStorage storage = FileStorage.open(folder, 4096)) {
             List<LogEntry> more = new ArrayList<>();
             for (long index = ENTRIES + 1; index <= ENTRIES + 100; index++) {
                 more.add(new LogEntry(index, 1, LogEntry.Type.COMMAND, CrashWriter.content(index, DATA_BYTES)));
@@ -210,7 +210,7 @@ class LogRecoveryTest {
         Damage.xorByte(index, 8 * 5 + 7, 0x01);
         assertRefusedAndUntouched(index, "entry 6");
         Files.delete(index);
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             assertEquals(ENTRIES + 100, storage.log().lastIndex());
             for (long i = 1; i <= ENTRIES + 100; i++) {
                 assertEquals(i, storage.log().get(i).index());
@@ -222,7 +222,7 @@ class LogRecoveryTest {
     @Test
     void when_an_entry_is_larger_than_a_record_may_hold_then_the_append_is_refused_and_nothing_is_written() throws Exception {
         Map<String, String> before = fingerprint();
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             Supplier<List<LogEntry>> batch = () -> List.of(new LogEntry(ENTRIES + 1, 1, LogEntry.Type.COMMAND, new byte[1]),
                     new LogEntry(ENTRIES + 2, 1, LogEntry.Type.COMMAND, new byte[SegmentedLog.MAX_ENTRY_BYTES + 1]));
             IllegalArgumentException error = assertThrows(IllegalArgumentException.class, () -> storage.log().append(batch.get()));
@@ -235,7 +235,7 @@ class LogRecoveryTest {
 
     @Test
     void when_the_last_sectors_of_the_last_record_were_never_written_then_that_record_is_cut() throws Exception {
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             storage.log().append(List.of(new LogEntry(ENTRIES + 1, 1, LogEntry.Type.COMMAND, CrashWriter.content(ENTRIES + 1, 3000))));
         }
         Path active = activeSegment();
@@ -251,7 +251,7 @@ class LogRecoveryTest {
 
     @Test
     void when_a_sector_inside_the_last_record_is_zero_but_data_follows_it_then_it_is_damage() throws Exception {
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             storage.log().append(List.of(new LogEntry(ENTRIES + 1, 1, LogEntry.Type.COMMAND, CrashWriter.content(ENTRIES + 1, 3000))));
         }
         Path active = activeSegment();

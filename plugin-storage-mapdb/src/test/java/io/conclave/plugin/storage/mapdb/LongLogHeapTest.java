@@ -40,7 +40,7 @@ class LongLogHeapTest {
         long largest = 0;
         long started = System.nanoTime();
         byte[] data = new byte[ENTRY_BYTES];
-        try (MapDbStorage storage = MapDbStorage.open(folder)) {
+        try (FileStorage storage = FileStorage.open(folder)) {
             long next = 1;
             long sampleEvery = Math.max(total / 10, BATCH);
             long nextSample = sampleEvery;

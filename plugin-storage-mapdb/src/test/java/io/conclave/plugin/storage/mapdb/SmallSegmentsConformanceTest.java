@@ -9,7 +9,7 @@ class SmallSegmentsConformanceTest extends StorageConformanceKit {
 
     @Override
     protected Storage open(Path folder) {
-        return MapDbStorage.open(folder, 4096);
+        return FileStorage.open(folder, 4096);
     }
 
     @Override
@@ -19,6 +19,6 @@ class SmallSegmentsConformanceTest extends StorageConformanceKit {
 
     @Override
     protected boolean damageTheLengthOfAStoredEntry(Path folder) throws java.io.IOException {
-        return Damage.flipTheFirstRecordLength(folder.resolve(MapDbStorage.LOG_FOLDER));
+        return Damage.flipTheFirstRecordLength(folder.resolve(FileStorage.LOG_FOLDER));
     }
 }

@@ -3,7 +3,7 @@ package io.conclave.plugin.storage.mapdb.bench;
 import io.conclave.api.storage.LogEntry;
 import io.conclave.api.storage.LogStore;
 import io.conclave.api.storage.Storage;
-import io.conclave.plugin.storage.mapdb.MapDbStorage;
+import io.conclave.plugin.storage.mapdb.FileStorage;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -60,7 +60,7 @@ public class AppendBenchmark {
     @Setup(Level.Trial)
     public void setUp() throws IOException {
         folder = Files.createTempDirectory("append-bench");
-        storage = MapDbStorage.open(folder.resolve("store"));
+        storage = FileStorage.open(folder.resolve("store"));
         log = storage.log();
         plain = FileChannel.open(folder.resolve("plain.log"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         plainBytes = ByteBuffer.allocate(batch * (ENTRY_BYTES + 25));

@@ -8,11 +8,11 @@ import java.util.List;
 
 /**
  * The log: entries in {@link SegmentedLog} files (one write and one {@code fdatasync} per appended batch:
- * group commit), its logical first index in the MapDB stable store. Prefix truncation moves that first index
- * in one MapDB commit and deletes whole segments below it: it reads no entry. Every call that changes the
+ * group commit), its logical first index in the stable file. Prefix truncation moves that first index in one
+ * write of the stable file and deletes whole segments below it: it reads no entry. Every call that changes the
  * log is durable when it returns, so {@link #sync()} has nothing left to do.
  */
-final class MapDbLogStore implements LogStore {
+final class SegmentLogStore implements LogStore {
 
     static final String FIRST_INDEX = "log.first";
 
@@ -21,7 +21,7 @@ final class MapDbLogStore implements LogStore {
     private final Path folder;
     private long firstIndex;
 
-    MapDbLogStore(SegmentedLog segments, FileStableStore stable, Path folder) {
+    SegmentLogStore(SegmentedLog segments, FileStableStore stable, Path folder) {
         this.segments = segments;
         this.stable = stable;
         this.folder = folder;

@@ -5,11 +5,11 @@ import io.conclave.kit.storage.StorageConformanceKit;
 import java.nio.file.Path;
 
 /** The MapDB storage passes the storage conformance kit. */
-class MapDbStorageConformanceTest extends StorageConformanceKit {
+class FileStorageConformanceTest extends StorageConformanceKit {
 
     @Override
     protected Storage open(Path folder) {
-        return MapDbStorage.open(folder);
+        return FileStorage.open(folder);
     }
 
     @Override
@@ -19,6 +19,6 @@ class MapDbStorageConformanceTest extends StorageConformanceKit {
 
     @Override
     protected boolean damageTheLengthOfAStoredEntry(Path folder) throws java.io.IOException {
-        return Damage.flipTheFirstRecordLength(folder.resolve(MapDbStorage.LOG_FOLDER));
+        return Damage.flipTheFirstRecordLength(folder.resolve(FileStorage.LOG_FOLDER));
     }
 }

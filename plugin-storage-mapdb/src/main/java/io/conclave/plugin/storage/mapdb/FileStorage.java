@@ -19,14 +19,14 @@ import java.nio.file.Path;
  * nothing is repaired but what {@link SegmentedLog}'s recovery rule allows: a tail of the newest segment that cannot be a
  * complete record (an append a crash cut short, which was never acknowledged; or synced records a disk or an operator cut).
  *
- * <p>The module keeps its name, but MapDB holds nothing any more. Its B-tree, with transactions on, came
+ * <p>MapDB holds none of this: only the state store's derived records ({@link MapDbStateStore}). Its B-tree, with transactions on, came
  * back corrupted ("Broken bit parity", entries missing) after a few dozen SIGKILL and reopen cycles, so the
  * log left it first; then the stable store failed the same kind of test (an acknowledged term lost, opens
  * that threw, {@code PointerChecksumBroken} on the next write: 7 failures in 329 kills), so it left too.
  * Append-only files with a CRC per record and one fdatasync per batch are what etcd's and hashicorp/raft's
  * logs do, and with {@link StableFile} they pass the crash tests.
  */
-public final class MapDbStorage implements Storage {
+public final class FileStorage implements Storage {
 
     static final String STORE_FILE = "raft.state";
     static final String SNAPSHOTS_FOLDER = "snapshots";
@@ -36,11 +36,11 @@ public final class MapDbStorage implements Storage {
     private final DirectoryLock lock;
     private final StableFile stableFile;
     private final SegmentedLog segments;
-    private final MapDbLogStore log;
+    private final SegmentLogStore log;
     private final FileStableStore stable;
     private final FileSnapshotStore snapshots;
 
-    private MapDbStorage(DirectoryLock lock, StableFile stableFile, SegmentedLog segments, MapDbLogStore log, FileStableStore stable,
+    private FileStorage(DirectoryLock lock, StableFile stableFile, SegmentedLog segments, SegmentLogStore log, FileStableStore stable,
                          FileSnapshotStore snapshots) {
         this.lock = lock;
         this.stableFile = stableFile;
@@ -51,12 +51,12 @@ public final class MapDbStorage implements Storage {
     }
 
     /** Opens (or creates) the storage in {@code folder}. Blocking. */
-    public static MapDbStorage open(Path folder) {
+    public static FileStorage open(Path folder) {
         return open(folder, SegmentedLog.MAX_SEGMENT_BYTES);
     }
 
     /** Opens with another log segment size (tests use small ones). */
-    static MapDbStorage open(Path folder, long maxSegmentBytes) {
+    static FileStorage open(Path folder, long maxSegmentBytes) {
         DirectoryLock lock = DirectoryLock.acquire(folder);
         Path storeFile = folder.resolve(STORE_FILE);
         StableFile stableFile = null;
@@ -66,14 +66,14 @@ public final class MapDbStorage implements Storage {
             stableFile = StableFile.open(storeFile, true);
             FileStableStore stable = new FileStableStore(stableFile);
             segments = SegmentedLog.open(folder.resolve(LOG_FOLDER), maxSegmentBytes);
-            MapDbLogStore log = new MapDbLogStore(segments, stable, folder.resolve(LOG_FOLDER));
+            SegmentLogStore log = new SegmentLogStore(segments, stable, folder.resolve(LOG_FOLDER));
             log.verifyBounds();
             FileSnapshotStore snapshots = new FileSnapshotStore(Files.createDirectories(folder.resolve(SNAPSHOTS_FOLDER)));
             snapshots.verify();
             if (created) {
                 writeMarker(folder);
             }
-            return new MapDbStorage(lock, stableFile, segments, log, stable, snapshots);
+            return new FileStorage(lock, stableFile, segments, log, stable, snapshots);
         } catch (java.io.IOException e) {
             closeAfterFailure(stableFile, segments, lock);
             throw new StorageException(folder + ": " + e.getMessage(), e);

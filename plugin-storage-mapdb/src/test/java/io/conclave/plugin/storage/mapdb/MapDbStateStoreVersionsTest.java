@@ -1,0 +1,74 @@
+package io.conclave.plugin.storage.mapdb;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.conclave.api.state.StateChange;
+import io.conclave.api.state.StateView;
+import io.conclave.api.state.Table;
+import io.conclave.kit.state.StateStoreConformanceKit;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What the MapDB store keeps for its views: one older version of a key per open view that reads it, however often the
+ * key is rewritten meanwhile, and nothing once the views are closed (the reclaimer trims in the background).
+ */
+class MapDbStateStoreVersionsTest {
+
+    @TempDir
+    Path folder;
+
+    private static void write(MapDbStateStore store, Table<String> table, long index, String value) {
+        StateChange change = store.change();
+        change.put(table, "hot", value);
+        change.commit(index);
+    }
+
+    private static void awaitVersions(MapDbStateStore store, Table<String> table, int expected) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (store.versionsOf(table, "hot") != expected && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(expected, store.versionsOf(table, "hot"), "versions kept of the key");
+    }
+
+    @Test
+    void a_key_rewritten_a_thousand_times_under_one_open_view_keeps_one_older_version_and_none_once_it_closes() throws Exception {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "first");
+            assertEquals(1, store.versionsOf(table, "hot"), "no view open: one version");
+            StateView view = store.view();
+            for (int i = 2; i <= 1001; i++) {
+                write(store, table, i, "v" + i);
+            }
+            assertEquals(2, store.versionsOf(table, "hot"), "the newest, and the one the open view reads");
+            assertEquals("first", view.get(table, "hot"));
+            StateView second = store.view();
+            write(store, table, 1002, "last");
+            assertEquals(3, store.versionsOf(table, "hot"), "one more for the second view");
+            assertEquals("v1001", second.get(table, "hot"));
+            view.close();
+            awaitVersions(store, table, 2);
+            second.close();
+            awaitVersions(store, table, 1);
+        }
+    }
+
+    @Test
+    void a_key_deleted_under_an_open_view_is_gone_from_the_tree_once_the_view_closes() throws Exception {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "first");
+            StateView view = store.view();
+            StateChange change = store.change();
+            change.delete(table, "hot");
+            change.commit(2);
+            assertEquals(2, store.versionsOf(table, "hot"), "the deletion and the value the view reads");
+            view.close();
+            awaitVersions(store, table, 0);
+        }
+    }
+}
