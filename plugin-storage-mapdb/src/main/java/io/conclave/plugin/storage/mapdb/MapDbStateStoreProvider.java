@@ -21,9 +21,15 @@ public final class MapDbStateStoreProvider implements StateStoreProvider {
         return NAME;
     }
 
+    /**
+     * Below the built-in heap store: chosen only by {@code plugins.state_store = "mapdb"}, until the side-by-side runs at
+     * 100 MB and 1 GiB show its writes within issue 37's 70 % of the heap store's (at 10 MB, under load, it took 40 %).
+     */
+    static final int PRIORITY = Provider.PRIORITY_BUILTIN - 1;
+
     @Override
     public int priority() {
-        return Provider.PRIORITY_SHIPPED;
+        return PRIORITY;
     }
 
     @Override
