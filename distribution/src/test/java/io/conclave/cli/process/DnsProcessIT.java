@@ -24,10 +24,11 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 39's judge: {@code dig} (BIND's, Debian's {@code dnsutils}) asking three servers from the distribution, with
+ * Issue 39's judge: {@code dig} (BIND's, Debian's {@code dnsutils}) asking three servers and a client agent from the distribution, with
  * {@code dns_config.enable_truncate} on. A service registered through the catalog API with three instances, each with an
  * address of its own (127.0.0.2-4) and one critical: A and SRV answer the two healthy ones, then the third once its check
- * passes; tags and RFC 2782 names select; a node name resolves; a missing name is NXDOMAIN with the SOA; a name outside
+ * passes, on the servers and on the client agent (which asks a server for each query's part of the catalog); tags and
+ * RFC 2782 names select; a node name resolves; a missing name is NXDOMAIN with the SOA; a name outside
  * the domains is REFUSED; 200 instances give a UDP SRV answer with the TC bit, and all 200 over TCP. The servers
  * themselves are the {@code consul} service, in both domains; a server killed with SIGKILL leaves those answers once
  * gossip finds it failed.
@@ -147,9 +148,31 @@ class DnsProcessIT {
             String outside = dig(asked.dns(), "example.org", "A");
             assertTrue(outside.contains("status: REFUSED"), outside);
 
+            // a client agent: no Raft; it asks a server for each query's part of the catalog
+            int clientHttp = AgentProcess.freePort();
+            int clientDns = AgentProcess.freePort();
+            Path clientConfig = work.resolve("c0.json");
+            Files.writeString(clientConfig, "{\"server\": false, " + GOSSIP_TIMINGS + "\"node_name\": \"c0\", \"data_dir\": \""
+                    + work.resolve("data-c0") + "\", \"retry_join\": [\"127.0.0.1:" + serf.get(0) + "\"], \"ports\": {\"http\": " + clientHttp
+                    + ", \"server\": " + AgentProcess.freePort() + ", \"serf_lan\": " + AgentProcess.freePort() + ", \"dns\": " + clientDns
+                    + "}}");
+            Server client = new Server("c0", AgentProcess.start(work, "agent", "-config-file", clientConfig.toString()), clientHttp, clientDns);
+            servers.add(client); // closed with the others
+            AgentProcess.awaitCondition("the client agent answers the two healthy instances", DEADLINE,
+                    () -> short_(client.dns(), "web.service.conclave", "A").equals(Set.of("127.0.0.2", "127.0.0.3")));
+            assertEquals(srv, short_(client.dns(), "web.service.conclave", "SRV"), "the client answers as the servers do");
+            assertEquals(Set.of("1 1 8081 7f000002.addr.dc1.consul."), short_(client.dns(), "_web._primary.service.consul", "SRV"),
+                    "in the domain asked");
+            assertEquals(Set.of("10.0.0.1"), short_(client.dns(), "n1.node.conclave", "A"));
+            String clientMissing = dig(client.dns(), "nosuch.service.conclave", "A");
+            assertTrue(clientMissing.contains("status: NXDOMAIN") && clientMissing.contains("hostmaster.conclave."), clientMissing);
+            assertEquals(3, short_(client.dns(), "conclave", "NS").size(), "the servers, asked of a server");
+
             register(writer, "n3", "10.0.0.3", "web", "web-3", "127.0.0.4", 8083, List.of("v2"), "passing");
             AgentProcess.awaitCondition("the third instance answers once its check passes", DEADLINE,
                     () -> short_(asked.dns(), "web.service.conclave", "A").size() == 3);
+            AgentProcess.awaitCondition("and on the client agent too", DEADLINE,
+                    () -> short_(client.dns(), "web.service.conclave", "A").size() == 3);
 
             for (int i = 0; i < 200; i++) {
                 register(writer, "big-" + i, "10.1." + (i / 250) + "." + (i % 250 + 1), "big", "big-" + i, "", 9000 + i, List.of(), null);

@@ -84,7 +84,7 @@ class OperatorProcessIT {
         server = AgentProcess.freePort();
         serfLan = AgentProcess.freePort();
         Path config = Files.writeString(work.resolve("agent.json"), new JsonObject()
-                .put("node_name", "op-1").put("data_dir", work.resolve("data").toString()).put("bootstrap_expect", 1)
+                .put("server", true).put("node_name", "op-1").put("data_dir", work.resolve("data").toString()).put("bootstrap_expect", 1)
                 .put("ports", new JsonObject().put("dns", -1).put("http", -1).put("https", https).put("server", server).put("serf_lan", serfLan))
                 .put("tls", new JsonObject().put("defaults", new JsonObject().put("ca_file", ca.toString())
                         .put("cert_file", certs.resolve("server.pem").toString()).put("key_file", certs.resolve("server-key.pem").toString())))

@@ -632,13 +632,7 @@ final class AgentAssembly implements Assembly {
         }
         ReadConsistency consistency = settings.allowStale() ? new ReadConsistency(true, Optional.of(settings.maxStale()))
                 : ReadConsistency.LINEARIZABLE;
-        ConclaveConfig.Soa soa = settings.soa();
-        DnsAnswers.Settings answers = DnsAnswers.Settings.of(settings.domain(), settings.altDomain(), config.datacenter(), settings.nodeTtl(),
-                settings.serviceTtl(), settings.aRecordLimit(), settings.onlyPassing(), settings.nodeMetaTxt(), soa.refresh(), soa.retry(),
-                soa.expire(), soa.minTtl());
-        dns = new DnsServer(vertx, settings.address(), config.ports().dns(), answers, settings.udpAnswerLimit(), settings.enableTruncate(),
-                settings.recursors(), settings.recursorTimeout(), settings.sourceRateLimit(), () -> catalog.read(consistency),
-                this::dnsAccess);
+        dns = DnsServer.of(vertx, config, query -> catalog.read(consistency), this::dnsAccess);
         return dns.start().map(v -> {
             LOG.info("DNS on {}:{} (UDP and TCP), domain {}{}", settings.address(), dns.port(), settings.domain(),
                     settings.altDomain().map(alt -> " and " + alt).orElse(""));

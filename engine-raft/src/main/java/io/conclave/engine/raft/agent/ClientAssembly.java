@@ -1,5 +1,7 @@
 package io.conclave.engine.raft.agent;
 
+import io.conclave.engine.raft.dns.DnsAnswers;
+import io.conclave.engine.raft.dns.DnsServer;
 import io.conclave.api.NodeIdentity;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
@@ -82,6 +84,8 @@ final class ClientAssembly implements Assembly {
     private Future<Void> leaving;
     private int httpPort;
     private int httpsPort = -1;
+    private DnsServer dns;
+    private int dnsPort = -1;
 
     ClientAssembly(ConclaveConfig config, PluginRegistry registry, Path dataDir, NodeIdentity identity, Vertx vertx,
                    BlockedThreadWatch blockedThreads, LeaveCoordinator.Stop stop, AgentControls controls) {
@@ -102,9 +106,28 @@ final class ClientAssembly implements Assembly {
         Optional<VertxTls> serverPortTls = tls.load(config.tls().internalRpc(), "tls.internal_rpc", false);
         forwarder = new ServerForwarder(vertx, this::servers, serverPortTls, config.nodeName());
         httpPort = AgentAssembly.await(startHttp());
+        dnsPort = AgentAssembly.await(startDns());
         LOG.info("client agent started: node {} ({}), datacenter {}, HTTP on {}:{}, membership {}; it runs no Raft and forwards to"
                 + " the servers ({} known)", config.nodeName(), identity.nodeId(), config.datacenter(), config.clientAddr(), httpPort,
                 registry.active(Spi.MEMBERSHIP).map(ProviderInfo::name).orElse("?"), servers().size());
+    }
+
+    /**
+     * Consul's DNS interface on a client agent ({@code ports.dns}; -1: none): each query's part of the catalog (a
+     * service's instances with their checks, a node, the servers) is asked of a server over the forwarding path, with
+     * no token (the anonymous token's rights apply there), and stale reads allowed as {@code dns_config.allow_stale} says.
+     */
+    private Future<Integer> startDns() {
+        if (config.ports().dns() < 0) {
+            return Future.succeededFuture(-1);
+        }
+        DnsServer[] server = {null};
+        ForwardedDnsCatalog reader = new ForwardedDnsCatalog(forwarder, () -> server[0].settings(), config.dns().allowStale());
+        dns = server[0] = DnsServer.of(vertx, config, reader, () -> DnsAnswers.Access.ALL);
+        return dns.start().map(v -> {
+            LOG.info("DNS on {}:{} (UDP and TCP), domain {}, asking the servers", config.dns().address(), dns.port(), config.dns().domain());
+            return dns.port();
+        });
     }
 
     private void startMembership() {
@@ -268,6 +291,9 @@ final class ClientAssembly implements Assembly {
 
     @Override
     public void close() {
+        if (dns != null) {
+            AgentAssembly.await(dns.stop());
+        }
         AgentAssembly.await(http.close());
         if (serverWatch != null) {
             try {
@@ -295,7 +321,7 @@ final class ClientAssembly implements Assembly {
 
     @Override
     public int dnsPort() {
-        return -1; // a client agent serves no DNS yet: the servers do (ports.dns)
+        return dnsPort;
     }
 
     @Override

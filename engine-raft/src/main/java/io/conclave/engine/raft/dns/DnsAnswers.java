@@ -244,6 +244,47 @@ public final class DnsAnswers {
         };
     }
 
+    /** What a query is about, so that a client agent asks a server for that part of the catalog only. */
+    public enum Kind {
+        /** A service's instances: {@link Target#name()} is the service. */
+        SERVICE,
+        /** A node: {@link Target#name()} is the node. */
+        NODE,
+        /** The domain itself: the servers (the {@code consul} service). */
+        APEX,
+        /** Anything else: answered without the catalog (an address, or a name that does not exist). */
+        NONE
+    }
+
+    /** What a query asks about: its kind and name. */
+    public record Target(Kind kind, String name) {
+    }
+
+    /** What {@code query} (a name under one of the domains) asks about, read as {@link #answer} reads it. */
+    public static Target target(Message query, Settings settings) {
+        Record question = query.getQuestion();
+        Name domain = question == null ? null : domainOf(question.getName(), settings);
+        if (domain == null) {
+            return new Target(Kind.NONE, "");
+        }
+        List<String> labels = labels(question.getName(), domain);
+        if (labels.isEmpty()) {
+            return new Target(Kind.APEX, SERVERS_SERVICE);
+        }
+        int kind = kindAt(labels);
+        if (kind < 0) {
+            return new Target(Kind.NONE, "");
+        }
+        List<String> before = labels.subList(0, kind);
+        return switch (labels.get(kind)) {
+            case "service" -> before.size() == 2 && before.get(0).startsWith("_") && before.get(1).startsWith("_")
+                    ? new Target(Kind.SERVICE, before.get(0).substring(1))
+                    : before.isEmpty() || before.size() > 2 ? new Target(Kind.NONE, "") : new Target(Kind.SERVICE, before.get(before.size() - 1));
+            case "node" -> before.isEmpty() ? new Target(Kind.NONE, "") : new Target(Kind.NODE, String.join(".", before));
+            default -> new Target(Kind.NONE, "");
+        };
+    }
+
     /** {@code name}'s labels below {@code domain}, left to right, in lower case. */
     static List<String> labels(Name name, Name domain) {
         int count = name.labels() - domain.labels();

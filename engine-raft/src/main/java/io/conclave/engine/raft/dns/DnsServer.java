@@ -61,10 +61,13 @@ public final class DnsServer {
     /** Source addresses whose rate is followed at once; the least recently seen is forgotten beyond. */
     static final int MAX_TRACKED_SOURCES = 16_384;
 
-    /** How the answers get the catalog: on a server, its own state (stale allowed) or a linearizable read. */
+    /**
+     * How the answers get a catalog holding what {@code query} asks: on a server, its own state (stale allowed) or a
+     * linearizable read, whatever the query; on a client agent, the part the query names, asked of a server.
+     */
     @FunctionalInterface
     public interface CatalogReader {
-        Future<Catalog> read();
+        Future<Catalog> read(Message query);
     }
 
     /** Counters, by name: {@code dns.queries}, {@code dns.answered.*}, {@code dns.dropped.*}, {@code dns.malformed}... */
@@ -117,6 +120,23 @@ public final class DnsServer {
         this.limiter = new SourceRateLimiter(Math.max(1, sourceRateLimit), MAX_TRACKED_SOURCES);
         this.reader = reader;
         this.access = access;
+    }
+
+    /** The DNS server {@code config} describes ({@code ports.dns}, {@code addresses.dns}, the domains, {@code dns_config}). */
+    public static DnsServer of(Vertx vertx, io.conclave.engine.raft.config.ConclaveConfig config, CatalogReader reader,
+                               java.util.function.Supplier<DnsAnswers.Access> access) {
+        io.conclave.engine.raft.config.ConclaveConfig.Dns dns = config.dns();
+        io.conclave.engine.raft.config.ConclaveConfig.Soa soa = dns.soa();
+        DnsAnswers.Settings answers = DnsAnswers.Settings.of(dns.domain(), dns.altDomain(), config.datacenter(), dns.nodeTtl(),
+                dns.serviceTtl(), dns.aRecordLimit(), dns.onlyPassing(), dns.nodeMetaTxt(), soa.refresh(), soa.retry(), soa.expire(),
+                soa.minTtl());
+        return new DnsServer(vertx, dns.address(), config.ports().dns(), answers, dns.udpAnswerLimit(), dns.enableTruncate(),
+                dns.recursors(), dns.recursorTimeout(), dns.sourceRateLimit(), reader, access);
+    }
+
+    /** What the answers are built with. */
+    public DnsAnswers.Settings settings() {
+        return settings;
     }
 
     private static InetSocketAddress recursor(String text) {
@@ -311,7 +331,7 @@ public final class DnsServer {
             }
             return workers.executeBlocking(() -> recurse(query, raw), false);
         }
-        return reader.read().compose(catalog -> workers.executeBlocking(() -> {
+        return reader.read(query).compose(catalog -> workers.executeBlocking(() -> {
             Message answer = DnsAnswers.answer(query, catalog, settings, System.currentTimeMillis() / 1000, random.get(), recursion,
                     access.get());
             count("dns.answered." + Rcode.string(answer.getHeader().getRcode()).toLowerCase(java.util.Locale.ROOT));

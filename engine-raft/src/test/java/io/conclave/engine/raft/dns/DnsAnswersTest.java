@@ -264,4 +264,19 @@ class DnsAnswersTest {
         assertEquals(Rcode.NXDOMAIN, DnsAnswers.answer(query("web.service.conclave.", Type.A), catalog(), SETTINGS, 1,
                 new SplittableRandom(1), false, nothing).getRcode(), "default_policy deny: nothing is named");
     }
+
+    @Test
+    void a_client_agent_asks_a_server_for_what_the_query_names() throws IOException {
+        assertEquals(new DnsAnswers.Target(DnsAnswers.Kind.SERVICE, "web"), DnsAnswers.target(query("web.service.conclave.", Type.A), SETTINGS));
+        assertEquals(new DnsAnswers.Target(DnsAnswers.Kind.SERVICE, "web"),
+                DnsAnswers.target(query("V1.Web.service.dc1.consul.", Type.A), SETTINGS), "a tag, a datacenter, the alt domain");
+        assertEquals(new DnsAnswers.Target(DnsAnswers.Kind.SERVICE, "web"), DnsAnswers.target(query("_web._tcp.service.conclave.", Type.SRV),
+                SETTINGS));
+        assertEquals(new DnsAnswers.Target(DnsAnswers.Kind.NODE, "n1"), DnsAnswers.target(query("n1.node.conclave.", Type.A), SETTINGS));
+        assertEquals(new DnsAnswers.Target(DnsAnswers.Kind.APEX, "consul"), DnsAnswers.target(query("conclave.", Type.NS), SETTINGS));
+        for (String none : List.of("0a000001.addr.conclave.", "a.b.c.service.conclave.", "service.conclave.", "x.other.conclave.",
+                "example.org.")) {
+            assertEquals(DnsAnswers.Kind.NONE, DnsAnswers.target(query(none, Type.A), SETTINGS).kind(), none);
+        }
+    }
 }

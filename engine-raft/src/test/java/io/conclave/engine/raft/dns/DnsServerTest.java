@@ -68,7 +68,7 @@ class DnsServerTest {
         DnsAnswers.Settings settings = DnsAnswers.Settings.of("conclave", Optional.empty(), "dc1", Duration.ZERO, Map.of(), 0, false, true,
                 3600, 600, 86400, 0);
         server = new DnsServer(vertx, "127.0.0.1", 0, settings, 3, false, recursors, Duration.ofMillis(500), rateLimit,
-                () -> Future.succeededFuture(catalog));
+                query -> Future.succeededFuture(catalog));
         server.start().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         return server;
     }
