@@ -2,19 +2,7 @@
 local size = tonumber(os.getenv("VALUE_SIZE") or "1024")
 local keys = tonumber(os.getenv("KEYS") or "10000")
 local threads = tonumber(os.getenv("THREADS") or "2")
-local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function base64(data)
-  return ((data:gsub(".", function(x)
-    local bits, byte = "", x:byte()
-    for i = 8, 1, -1 do bits = bits .. (byte % 2 ^ i - byte % 2 ^ (i - 1) > 0 and "1" or "0") end
-    return bits
-  end) .. "0000"):gsub("%d%d%d?%d?%d?%d?", function(x)
-    if #x < 6 then return "" end
-    local c = 0
-    for i = 1, 6 do c = c + (x:sub(i, i) == "1" and 2 ^ (6 - i) or 0) end
-    return alphabet:sub(c + 1, c + 1)
-  end) .. ({ "", "==", "=" })[#data % 3 + 1])
-end
+local base64 = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "etcd-base64.lua")
 local value = base64(string.rep("v", size))
 local counter = 0
 id = 0 -- a global: setup() gives each thread its own (a local here would hide it, and both threads would write the same keys)

@@ -604,20 +604,7 @@ final class AgentAssembly implements Assembly {
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         new MonitorHttpApi(vertx, controls.logs()).register(http);
         reloader = new Reloader(config, controls.reread(), controls.logs(), http, tls, aclStore);
-        Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
-        if (config.ports().http() < 0) {
-            LOG.info("plain HTTP is off (ports.http -1): the HTTP API is served over HTTPS only");
-        }
-        if (config.ports().https() < 0) {
-            return plain;
-        }
-        VertxTls httpsTls = tls.load(config.tls().https(), "tls.https", false).orElseThrow();
-        return plain.compose(port -> http.listenHttps(config.clientAddr(), config.ports().https(), httpsTls).map(https -> {
-            httpsPort = https;
-            LOG.info("HTTPS on {}:{} ({})", config.clientAddr(), https, config.tls().https().verifyIncoming()
-                    ? "clients must present a certificate the CA signed" : "any client: verify_incoming is off");
-            return port;
-        }));
+        return HttpListeners.start(vertx, http, config, tls, https -> httpsPort = https);
     }
 
     /**

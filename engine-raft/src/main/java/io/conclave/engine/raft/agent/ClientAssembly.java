@@ -220,15 +220,7 @@ final class ClientAssembly implements Assembly {
         metricsApi = new MetricsHttpApi(() -> Future.succeededFuture(Map.of()), new NodeMetrics(), blockedThreads, membership::counters);
         metricsApi.register(http);
         forwarder.register(http); // last: this agent's own routes win
-        Future<Integer> plain = http.limits(config.limits()).listen(vertx, config.clientAddr(), config.ports().http());
-        if (config.ports().https() < 0) {
-            return plain;
-        }
-        VertxTls httpsTls = tls.load(config.tls().https(), "tls.https", false).orElseThrow();
-        return plain.compose(port -> http.listenHttps(config.clientAddr(), config.ports().https(), httpsTls).map(https -> {
-            httpsPort = https;
-            return port;
-        }));
+        return HttpListeners.start(vertx, http, config, tls, https -> httpsPort = https);
     }
 
     private JsonObject activePlugins() {

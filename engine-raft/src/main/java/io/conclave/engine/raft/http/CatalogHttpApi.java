@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.http;
 
 import io.conclave.engine.raft.acl.Authorizer;
+import io.conclave.engine.raft.kv.BlockingWatches;
 import io.conclave.engine.raft.kv.Catalog;
 import io.conclave.engine.raft.kv.CatalogDeregistration;
 import io.conclave.engine.raft.kv.CatalogNode;
@@ -27,7 +28,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.ToLongFunction;
 
 /**
@@ -302,10 +302,7 @@ public final class CatalogHttpApi {
         return new Answer(nodeTopics(Catalog.Topics.nodeChecks(name)), catalog -> catalog.nodeChecksIndex(name), (catalog, o, visible) -> {
             JsonArray checks = new JsonArray();
             for (HealthCheck check : catalog.checks(name)) {
-                JsonObject json = CatalogJson.check(check);
-                if (o.passes(json) && visible.check(check)) {
-                    checks.add(json);
-                }
+                addCheck(checks, check, o, visible);
             }
             return checks;
         });
@@ -324,10 +321,7 @@ public final class CatalogHttpApi {
                     if (check.serviceId().isEmpty()) {
                         continue;
                     }
-                    JsonObject json = CatalogJson.check(check);
-                    if (o.passes(json) && visible.check(check)) {
-                        checks.add(json);
-                    }
+                    addCheck(checks, check, o, visible);
                 }
             }
             return checks;
@@ -374,13 +368,18 @@ public final class CatalogHttpApi {
                         continue;
                     }
                 }
-                JsonObject json = CatalogJson.check(check);
-                if (o.passes(json) && visible.check(check)) {
-                    checks.add(json);
-                }
+                addCheck(checks, check, o, visible);
             }
             return checks;
         });
+    }
+
+    /** Adds {@code check} to {@code checks} when it passes the filter and the token may see it. */
+    private static void addCheck(JsonArray checks, HealthCheck check, Options options, Visibility visible) {
+        JsonObject json = CatalogJson.check(check);
+        if (options.passes(json) && visible.check(check)) {
+            checks.add(json);
+        }
     }
 
     // ---------------------------------------------------------------- how every read is served
@@ -467,8 +466,7 @@ public final class CatalogHttpApi {
         if (index == 0) {
             return Future.succeededFuture(null);
         }
-        long jitter = wait.toNanos() / 16 <= 0 ? 0 : ThreadLocalRandom.current().nextLong(wait.toNanos() / 16);
-        CatalogWatches.Handle watch = catalog.watches().await(query, index, wait.plusNanos(jitter));
+        BlockingWatches.Handle<Catalog> watch = catalog.watches().await(query, index, Requests.jittered(wait));
         request.response().closeHandler(closed -> watch.cancel());
         return watch.woken();
     }

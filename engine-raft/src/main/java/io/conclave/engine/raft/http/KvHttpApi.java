@@ -1,6 +1,7 @@
 package io.conclave.engine.raft.http;
 
 import io.conclave.engine.raft.Limits;
+import io.conclave.engine.raft.kv.BlockingWatches;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvView;
 import io.conclave.engine.raft.kv.KvWatches;
@@ -14,7 +15,6 @@ import io.vertx.core.http.HttpServerRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Consul's {@code /v1/kv/} endpoint over the {@link KvService}: the same paths, parameters, JSON field names, status
@@ -118,8 +118,7 @@ public final class KvHttpApi {
         if (index == 0) {
             return Future.succeededFuture(false);
         }
-        long jitter = wait.toNanos() / 16 <= 0 ? 0 : ThreadLocalRandom.current().nextLong(wait.toNanos() / 16);
-        KvWatches.Handle watch = kv.watches().await(query, index, wait.plusNanos(jitter));
+        BlockingWatches.Handle<Boolean> watch = kv.watches().await(query, index, Requests.jittered(wait));
         request.response().closeHandler(closed -> watch.cancel());
         return watch.woken();
     }

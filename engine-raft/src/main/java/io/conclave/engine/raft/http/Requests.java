@@ -13,6 +13,7 @@ import io.vertx.core.http.HttpServerRequest;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -76,6 +77,15 @@ public final class Requests {
         } catch (IllegalArgumentException e) {
             throw new BadRequest("invalid wait '" + text + "': " + e.getMessage());
         }
+    }
+
+    /**
+     * A blocking query's wait plus up to a sixteenth of it at random, as Consul adds, so that watches started together
+     * do not all return together.
+     */
+    static Duration jittered(Duration wait) {
+        long sixteenth = wait.toNanos() / 16;
+        return sixteenth <= 0 ? wait : wait.plusNanos(ThreadLocalRandom.current().nextLong(sixteenth));
     }
 
     /**

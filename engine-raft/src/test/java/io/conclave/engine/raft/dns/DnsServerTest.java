@@ -9,6 +9,7 @@ import io.conclave.engine.raft.kv.CatalogRegistration;
 import io.conclave.engine.raft.kv.KvCommand;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.NodeService;
+import io.conclave.testsupport.Poll;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -176,10 +177,7 @@ class DnsServerTest {
                 client.send(new java.net.DatagramPacket(wire, wire.length, InetAddress.getLoopbackAddress(), server.port()));
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (server.counters().getOrDefault("dns.queries.udp", 0L) < 50 && System.nanoTime() < deadline) {
-            Thread.sleep(10); // polling the counter, with a deadline
-        }
+        Poll.within(Duration.ofSeconds(10), Poll.INTERVAL, () -> server.counters().getOrDefault("dns.queries.udp", 0L) >= 50);
         long dropped = server.counters().getOrDefault("dns.dropped.rate", 0L);
         assertTrue(dropped >= 30, "dropped " + dropped + " of 50 sent at once with a limit of 5 a second: " + server.counters());
     }
@@ -236,10 +234,7 @@ class DnsServerTest {
     }
 
     private void awaitHandled(long expected, String replay) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (handled() < expected && System.nanoTime() < deadline) {
-            Thread.sleep(5); // polling the counters, with a deadline
-        }
+        Poll.within(Duration.ofSeconds(30), Duration.ofMillis(5), () -> handled() >= expected);
         assertEquals(expected, handled(), "answered or counted so far: " + server.counters() + ", " + replay);
     }
 

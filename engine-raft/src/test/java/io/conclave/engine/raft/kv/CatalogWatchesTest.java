@@ -52,7 +52,7 @@ class CatalogWatchesTest {
         apply(6, CatalogStateTest.register("n2", CatalogStateTest.service("db-1", "db")));
         long index = kv.catalog().serviceIndex("web");
         assertEquals(5, index);
-        CatalogWatches.Handle watch = watches.await(serviceQuery("web"), index, Duration.ofSeconds(30));
+        BlockingWatches.Handle<Catalog> watch = watches.await(serviceQuery("web"), index, Duration.ofSeconds(30));
         Await.until("the watch is counted", () -> watches.waiting() == 1);
 
         apply(7, CatalogStateTest.register("n2", CatalogStateTest.service("db-2", "db", "replica")));
@@ -81,8 +81,8 @@ class CatalogWatchesTest {
     void a_watch_on_a_missing_service_is_woken_when_it_appears_and_a_cancelled_one_never() throws Exception {
         apply(5, CatalogStateTest.register("n1", CatalogStateTest.service("web-1", "web")));
         long index = kv.catalog().serviceIndex("api");
-        CatalogWatches.Handle cancelled = watches.await(serviceQuery("api"), index, Duration.ofSeconds(30));
-        CatalogWatches.Handle watch = watches.await(serviceQuery("api"), index, Duration.ofSeconds(30));
+        BlockingWatches.Handle<Catalog> cancelled = watches.await(serviceQuery("api"), index, Duration.ofSeconds(30));
+        BlockingWatches.Handle<Catalog> watch = watches.await(serviceQuery("api"), index, Duration.ofSeconds(30));
         cancelled.cancel();
         assertNull(Await.result(cancelled.woken()));
         apply(6, CatalogStateTest.register("n1", CatalogStateTest.service("api-1", "api")));
@@ -95,7 +95,7 @@ class CatalogWatchesTest {
     void a_watch_on_the_nodes_is_woken_by_a_new_node_and_not_by_a_check() throws Exception {
         apply(5, CatalogStateTest.register("n1", CatalogStateTest.service("web-1", "web"),
                 CatalogStateTest.check("service:web-1", "web-1", HealthCheck.PASSING)));
-        CatalogWatches.Handle watch = watches.await(new CatalogWatches.Query(List.of(Catalog.Topics.NODES), Catalog::nodesIndex),
+        BlockingWatches.Handle<Catalog> watch = watches.await(new CatalogWatches.Query(List.of(Catalog.Topics.NODES), Catalog::nodesIndex),
                 kv.catalog().nodesIndex(), Duration.ofSeconds(30));
         Await.until("the watch is counted", () -> watches.waiting() == 1);
         apply(6, CatalogStateTest.register("n1", null, CatalogStateTest.check("service:web-1", "web-1", HealthCheck.WARNING)));

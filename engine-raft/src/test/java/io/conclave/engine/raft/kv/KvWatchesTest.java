@@ -62,16 +62,16 @@ class KvWatchesTest {
         return node.submit(() -> query.indexIn(kv.view())).get();
     }
 
-    private List<KvWatches.Handle> watch(int count, KvWatches.Query query) throws Exception {
+    private List<BlockingWatches.Handle<Boolean>> watch(int count, KvWatches.Query query) throws Exception {
         long seen = indexOf(query);
-        List<KvWatches.Handle> handles = new ArrayList<>();
+        List<BlockingWatches.Handle<Boolean>> handles = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             handles.add(watches.await(query, seen, Duration.ofMinutes(5)));
         }
         return handles;
     }
 
-    private static long completed(List<KvWatches.Handle> handles) {
+    private static long completed(List<BlockingWatches.Handle<Boolean>> handles) {
         return handles.stream().filter(handle -> handle.woken().isComplete()).count();
     }
 
@@ -79,10 +79,10 @@ class KvWatchesTest {
     void a_write_elsewhere_wakes_no_watch_and_a_write_under_the_prefix_wakes_every_one_of_it() throws Exception {
         put("a/config");
         put("unrelated/seed");
-        List<KvWatches.Handle> onPrefix = watch(100, new KvWatches.Query("a/", true));
-        List<KvWatches.Handle> onKey = watch(50, new KvWatches.Query("a/config", false));
-        List<KvWatches.Handle> onOtherKey = watch(50, new KvWatches.Query("a/other", false));
-        List<KvWatches.Handle> onLongerPrefix = watch(20, new KvWatches.Query("a/config/deeper/", true));
+        List<BlockingWatches.Handle<Boolean>> onPrefix = watch(100, new KvWatches.Query("a/", true));
+        List<BlockingWatches.Handle<Boolean>> onKey = watch(50, new KvWatches.Query("a/config", false));
+        List<BlockingWatches.Handle<Boolean>> onOtherKey = watch(50, new KvWatches.Query("a/other", false));
+        List<BlockingWatches.Handle<Boolean>> onLongerPrefix = watch(20, new KvWatches.Query("a/config/deeper/", true));
         Await.until("all 220 watches wait", () -> watches.waiting() == 220);
 
         for (int i = 0; i < 50; i++) {
@@ -92,7 +92,7 @@ class KvWatchesTest {
         }
         delete("unrelated/seed");
         // bounded negative check: every change above has been dispatched once a probe change behind them has been
-        KvWatches.Handle probe = watches.await(new KvWatches.Query("probe", false), indexOf(new KvWatches.Query("probe", false)),
+        BlockingWatches.Handle<Boolean> probe = watches.await(new KvWatches.Query("probe", false), indexOf(new KvWatches.Query("probe", false)),
                 Duration.ofMinutes(5));
         put("probe");
         probe.woken().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -101,13 +101,13 @@ class KvWatchesTest {
         assertEquals(220, watches.waiting());
 
         put("a/config");
-        for (KvWatches.Handle handle : concat(onPrefix, onKey)) {
+        for (BlockingWatches.Handle<Boolean> handle : concat(onPrefix, onKey)) {
             handle.woken().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
         assertEquals(0, completed(onOtherKey) + completed(onLongerPrefix), "a/other and a/config/deeper/ did not change");
         delete("a/config/deeper/never-there"); // a delete of nothing changes nothing
         put("a/config/deeper/x");
-        for (KvWatches.Handle handle : onLongerPrefix) {
+        for (BlockingWatches.Handle<Boolean> handle : onLongerPrefix) {
             handle.woken().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
         assertEquals(0, completed(onOtherKey));
@@ -122,17 +122,17 @@ class KvWatchesTest {
     @Test
     void a_watch_already_past_returns_at_once_one_that_waits_returns_at_its_deadline_and_a_cancelled_one_is_dropped() throws Exception {
         long at = put("k");
-        KvWatches.Handle past = watches.await(new KvWatches.Query("k", false), at - 1, Duration.ofMinutes(5));
+        BlockingWatches.Handle<Boolean> past = watches.await(new KvWatches.Query("k", false), at - 1, Duration.ofMinutes(5));
         past.woken().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
 
         long started = System.nanoTime();
-        KvWatches.Handle timed = watches.await(new KvWatches.Query("k", false), at, Duration.ofMillis(300));
+        BlockingWatches.Handle<Boolean> timed = watches.await(new KvWatches.Query("k", false), at, Duration.ofMillis(300));
         timed.woken().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertTrue(System.nanoTime() - started >= 300_000_000L, "it waited its whole wait");
 
-        List<KvWatches.Handle> cancelled = watch(10, new KvWatches.Query("", true));
+        List<BlockingWatches.Handle<Boolean>> cancelled = watch(10, new KvWatches.Query("", true));
         Await.until("ten wait", () -> watches.waiting() == 10);
-        cancelled.forEach(KvWatches.Handle::cancel);
+        cancelled.forEach(BlockingWatches.Handle<Boolean>::cancel);
         Await.until("the cancelled watches are gone", () -> watches.waiting() == 0);
         cancelled.forEach(handle -> assertTrue(handle.woken().isComplete(), "a cancelled watch's caller is released"));
     }
@@ -168,7 +168,7 @@ class KvWatchesTest {
         for (int round = 0; round < 500; round++) {
             KvWatches.Query query = new KvWatches.Query("race/" + round, false);
             long seen = indexOf(query);
-            KvWatches.Handle watch = watches.await(query, seen, Duration.ofMinutes(5));
+            BlockingWatches.Handle<Boolean> watch = watches.await(query, seen, Duration.ofMinutes(5));
             if (round % 2 == 0) {
                 Thread.onSpinWait();
             }
@@ -177,8 +177,8 @@ class KvWatchesTest {
         }
     }
 
-    private static List<KvWatches.Handle> concat(List<KvWatches.Handle> first, List<KvWatches.Handle> second) {
-        List<KvWatches.Handle> all = new ArrayList<>(first);
+    private static List<BlockingWatches.Handle<Boolean>> concat(List<BlockingWatches.Handle<Boolean>> first, List<BlockingWatches.Handle<Boolean>> second) {
+        List<BlockingWatches.Handle<Boolean>> all = new ArrayList<>(first);
         all.addAll(second);
         return all;
     }
