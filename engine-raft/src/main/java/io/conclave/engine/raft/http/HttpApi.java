@@ -384,12 +384,12 @@ public final class HttpApi {
         }
         long started = System.nanoTime();
         if (LOG.isDebugEnabled()) {
-            LOG.debug("request {} {}", request.method(), request.uri()); // as Consul does: every request at DEBUG
+            LOG.debug("request {} {}", request.method(), loggedUri(request.uri())); // as Consul does: every request at DEBUG
         }
         request.response().endHandler(ended -> {
             done(connection);
             if (LOG.isDebugEnabled()) {
-                LOG.debug("request {} {} answered {} in {} us", request.method(), request.uri(),
+                LOG.debug("request {} {} answered {} in {} us", request.method(), loggedUri(request.uri()),
                         request.response().getStatusCode(), (System.nanoTime() - started) / 1000);
             }
             if (!overLimit.contains(connection)) {
@@ -409,6 +409,27 @@ public final class HttpApi {
     }
 
     /**
+     * A request's URI as the log shows it: the value of every {@code token} query parameter replaced by
+     * {@code <hidden>}, as Consul's agent logs it, so that a secret given as {@code ?token=} never reaches a log file or a
+     * monitor ({@code /v1/agent/monitor} streams DEBUG lines to anyone with {@code agent:read}).
+     */
+    static String loggedUri(String uri) {
+        int query = uri.indexOf('?');
+        if (query < 0) {
+            return uri;
+        }
+        StringBuilder logged = new StringBuilder(uri.length()).append(uri, 0, query + 1);
+        String[] parameters = uri.substring(query + 1).split("&", -1);
+        for (int i = 0; i < parameters.length; i++) {
+            String parameter = parameters[i];
+            int equals = parameter.indexOf('=');
+            String name = equals < 0 ? parameter : parameter.substring(0, equals);
+            logged.append(i == 0 ? "" : "&").append(name.equalsIgnoreCase("token") && equals >= 0 ? name + "=<hidden>" : parameter);
+        }
+        return logged.toString();
+    }
+
+    /**
      * Serves a request a client agent forwarded over the server port (HTTP/2, one stream per request, on the transport's
      * listener: see {@link #FORWARDED_BY_HEADER}) exactly as one that came to this agent's own HTTP port: the same
      * routes, gate and handlers, the same body budget. Only the connection's admission (per-address limits, header
@@ -417,12 +438,12 @@ public final class HttpApi {
     public void serveForwarded(HttpServerRequest request) {
         long started = System.nanoTime();
         if (LOG.isDebugEnabled()) {
-            LOG.debug("forwarded request {} {} from {}", request.method(), request.uri(), request.getHeader(FORWARDED_BY_HEADER));
+            LOG.debug("forwarded request {} {} from {}", request.method(), loggedUri(request.uri()), request.getHeader(FORWARDED_BY_HEADER));
         }
         request.response().endHandler(ended -> {
             done(request);
             if (LOG.isDebugEnabled()) {
-                LOG.debug("forwarded request {} {} answered {} in {} us", request.method(), request.uri(),
+                LOG.debug("forwarded request {} {} answered {} in {} us", request.method(), loggedUri(request.uri()),
                         request.response().getStatusCode(), (System.nanoTime() - started) / 1000);
             }
         });
