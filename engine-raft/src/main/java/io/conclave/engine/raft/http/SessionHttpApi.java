@@ -229,7 +229,12 @@ public final class SessionHttpApi {
         if (value == null) {
             delay = DEFAULT_LOCK_DELAY;
         } else if (value instanceof Number number) {
-            long amount = number.longValue();
+            long amount;
+            try { // a Go time.Duration: whole nanoseconds in 64 bits; longValue() would wrap 2^64 to 0 or cut 1.5 to 1
+                amount = new java.math.BigDecimal(number.toString()).longValueExact();
+            } catch (ArithmeticException | NumberFormatException e) {
+                throw new Invalid("Invalid LockDelay " + number + ": not a whole number within 64 bits");
+            }
             if (amount < 0) {
                 throw new Invalid("Invalid LockDelay " + amount + ": negative");
             }

@@ -85,6 +85,13 @@ class SessionApiTest {
         assertEquals("Missing node registration", call("PUT", "/v1/session/create", "{\"Node\": \"elsewhere\"}").body().strip());
         assertEquals("Missing check 'web' registration", call("PUT", "/v1/session/create", "{\"Checks\": [\"web\"]}").body().strip());
         assertEquals(400, call("PUT", "/v1/session/create", "{not json").statusCode());
+        int sessions = new JsonArray(call("GET", "/v1/session/list", null).body()).size();
+        for (String delay : new String[]{"18446744073709551616", "1.5", "-1"}) { // 2^64 wrapped to 0 before; 1.5 cut to 1 s
+            HttpResponse<String> refused = call("PUT", "/v1/session/create", "{\"LockDelay\": " + delay + "}");
+            assertEquals(500, refused.statusCode(), delay + ": " + refused.body());
+            assertTrue(refused.body().startsWith("Invalid LockDelay"), refused.body());
+        }
+        assertEquals(sessions, new JsonArray(call("GET", "/v1/session/list", null).body()).size(), "no session created");
         HttpResponse<String> renew = call("PUT", "/v1/session/renew/4f9b2c3e-0000-0000-0000-000000000000", null);
         assertEquals(404, renew.statusCode());
         assertEquals("Session id '4f9b2c3e-0000-0000-0000-000000000000' not found", renew.body().strip());
