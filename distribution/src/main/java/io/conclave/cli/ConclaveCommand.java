@@ -17,7 +17,8 @@ import picocli.CommandLine.Command;
         footer = {"  conclave agent -dev", "  conclave kv put greeting hello", "  conclave help kv put"},
         subcommands = {AgentCommand.class, VersionCommand.class, PluginsCommand.class, MembersCommand.class, JoinCommand.class,
                 LeaveCommand.class, ForceLeaveCommand.class, KeyringCommand.class, KeygenCommand.class, KvCommand.class,
-                OperatorCommand.class, SnapshotCommand.class, LockCommand.class, InfoCommand.class, BenchCommand.class,
+                OperatorCommand.class, SnapshotCommand.class, LockCommand.class, ServicesCommand.class, CatalogCommand.class,
+                InfoCommand.class, BenchCommand.class,
                 TlsCommand.class, AclCommand.class, WatchCommand.class, ValidateCommand.class, MonitorCommand.class, ReloadCommand.class,
                 HelpCommand.class, CompletionCommand.class})
 public final class ConclaveCommand implements Runnable {

@@ -203,7 +203,7 @@ class SessionClientsIT {
     }
 
     /** The npm consul package, installed once into target/npm-consul; null when npm cannot install it. */
-    private static Path npmConsul() throws Exception {
+    static synchronized Path npmConsul() throws Exception {
         Path dir = Path.of("target", "npm-consul").toAbsolutePath();
         Path module = dir.resolve("node_modules").resolve("consul");
         if (Files.isRegularFile(module.resolve("package.json"))) {

@@ -81,6 +81,15 @@ public final class HttpApi {
     }
 
     /**
+     * The longest request line (method, path with its query, version): Netty's own default, ample for Consul's paths,
+     * and a bound on what a ?filter or a key in the URL may cost. A longer one is answered 400 naming this limit
+     * ({@link #invalidRequest}).
+     */
+    static final int MAX_REQUEST_LINE_BYTES = 8192;
+    /** The most bytes of request headers: a token, a few others, and room to spare. */
+    static final int MAX_HEADER_BYTES = 16384;
+
+    /**
      * The request header a client agent sets on every request it forwards to a server (over the server port, HTTP/2):
      * its node name, which the server takes where Consul's server takes the agent's own (a session's default node).
      */
@@ -298,10 +307,28 @@ public final class HttpApi {
         // HTTP/1.1 only (as Consul's API): without h2c detection Vert.x hands over each connection as it is
         // accepted, so that the header timeout starts then, not once the first request's headers are complete
         server = vertx.createHttpServer(new HttpServerOptions().setHost(host).setPort(port)
-                .setMaxInitialLineLength(8192).setMaxHeaderSize(16384).setHttp2ClearTextEnabled(false));
+                .setMaxInitialLineLength(MAX_REQUEST_LINE_BYTES).setMaxHeaderSize(MAX_HEADER_BYTES).setHttp2ClearTextEnabled(false));
         server.connectionHandler(this::admit);
+        server.invalidRequestHandler(HttpApi::invalidRequest);
         server.requestHandler(this::dispatch);
         return server.listen().map(HttpServer::actualPort);
+    }
+
+    /**
+     * A request the HTTP decoder refused. A request line past {@link #MAX_REQUEST_LINE_BYTES} (a ?filter of thousands of
+     * parentheses, a key of kilobytes) is bad input like any other: 400 with the limit named, then the connection
+     * closed (Vert.x's default answers 414 with no body). Anything else as Vert.x answers it (431 for headers too
+     * large; 400, or the connection closed, for bytes that are not HTTP).
+     */
+    static void invalidRequest(HttpServerRequest request) {
+        Object decoded = request.decoderResult(); // Netty's "failure(<the decoder's exception>)"
+        if (decoded != null && String.valueOf(decoded).contains("An HTTP line is larger than")) {
+            request.response().setStatusCode(400).putHeader("Content-Type", "text/plain; charset=utf-8").putHeader("Connection", "close")
+                    .end("request line longer than " + MAX_REQUEST_LINE_BYTES + " bytes: shorten the path or its query (a ?filter"
+                            + " expression has at most " + Filter.MAX_BYTES + " bytes)\n");
+            return;
+        }
+        HttpServerRequest.DEFAULT_INVALID_REQUEST_HANDLER.handle(request);
     }
 
     /** A new connection: counted per client address and in all, and given until its headers' deadline. */
@@ -350,9 +377,10 @@ public final class HttpApi {
      */
     public Future<Integer> listenHttps(String host, int port, VertxTls tls) {
         HttpServerOptions options = new HttpServerOptions().setHost(host).setPort(port)
-                .setMaxInitialLineLength(8192).setMaxHeaderSize(16384).setHttp2ClearTextEnabled(false);
+                .setMaxInitialLineLength(MAX_REQUEST_LINE_BYTES).setMaxHeaderSize(MAX_HEADER_BYTES).setHttp2ClearTextEnabled(false);
         httpsServer = vertx.createHttpServer(tls.server(options, false));
         httpsServer.connectionHandler(this::admit);
+        httpsServer.invalidRequestHandler(HttpApi::invalidRequest);
         httpsServer.requestHandler(this::dispatch);
         httpsServer.exceptionHandler(error -> {
             if (handshakeLog.due()) {

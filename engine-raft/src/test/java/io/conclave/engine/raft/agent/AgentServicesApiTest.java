@@ -149,6 +149,8 @@ class AgentServicesApiTest {
     @ValueSource(strings = {
             "{\"Name\": \"w\", \"Check\": {\"Script\": \"/bin/true\", \"Interval\": \"10s\"}}", // a check kind Conclave does not run
             "{\"Name\": \"w\", \"Check\": {\"Kind\": \"magic\", \"Interval\": \"10s\"}}", // an unknown field
+            "{\"Name\": \"w\", \"Check\": {\"GRPC\": \"127.0.0.1:1\", \"Interval\": \"10s\"}}", // a kind Consul has, Conclave does not run
+            "{\"Name\": \"w\", \"Check\": {\"Interval\": \"10s\"}}", // a check of no kind at all
             "{\"Name\": \"w\", \"Check\": {\"TTL\": \"-1s\"}}",
             "{\"Name\": \"w\", \"ID\": \"a\\nb\"}",
             "{\"Name\": \"w\", \"ID\": \"a/b\"}",

@@ -256,6 +256,17 @@ class CatalogApiTest {
     }
 
     @Test
+    void a_filter_of_ten_thousand_nested_parentheses_is_a_400_naming_the_request_lines_limit_and_the_agent_answers_on() throws Exception {
+        String deepest = "(".repeat(10_000) + "Node == x" + ")".repeat(10_000);
+        for (String path : List.of("/v1/catalog/nodes", "/v1/health/service/web", "/v1/agent/services")) {
+            HttpResponse<String> answer = call("GET", path + "?filter=" + encoded(deepest), null);
+            assertEquals(400, answer.statusCode(), path + ": " + answer.body());
+            assertTrue(answer.body().contains("request line") && answer.body().contains("8192 bytes"), path + ": " + answer.body());
+        }
+        get("/v1/catalog/nodes"); // the agent answers on (200)
+    }
+
+    @Test
     void bad_read_parameters_are_refused_with_a_400_that_says_what_is_wrong() throws Exception {
         String deep = "(".repeat(1_000) + "Node == x" + ")".repeat(1_000); // 10,000 pass the request line's 8 KiB: FilterTest
         List<List<String>> cases = List.of(
