@@ -238,7 +238,9 @@ public final class AgentProcess implements AutoCloseable {
         try {
             return Poll.value(what, deadline, POLL_INTERVAL, attempt);
         } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n" + dumpThreadsOfRunningAgents(), e);
+            AssertionError failure = new AssertionError(e.getMessage() + "\n" + dumpThreadsOfRunningAgents());
+            failure.setStackTrace(e.getStackTrace()); // the same failure, with the dumps named: not a second one as its cause
+            throw failure;
         }
     }
 
