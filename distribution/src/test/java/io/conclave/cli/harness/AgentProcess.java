@@ -32,6 +32,15 @@ public final class AgentProcess implements AutoCloseable {
         this.output = output;
     }
 
+    /** The agents this JVM started and has not closed: a wait that fails has their threads dumped first. */
+    private static final java.util.Set<AgentProcess> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * How long a failed wait waits for an agent's thread dump to appear in its output: the JVM writes it at once
+     * (a safepoint and a few hundred lines), but a loaded two-core machine may take a second or two.
+     */
+    private static final Duration THREAD_DUMP_DEADLINE = Duration.ofSeconds(10);
+
     public static Path distribution() {
         String path = System.getProperty("conclave.distribution");
         if (path == null || !Files.isDirectory(Path.of(path, "lib"))) {
@@ -85,9 +94,40 @@ public final class AgentProcess implements AutoCloseable {
         return startFrom(prefix, MAIN, home, work, jvmOptions, args);
     }
 
+    /**
+     * As {@link #start(Path, String...)}, the child JVM started through {@code prefix} (a command that runs the rest:
+     * {@code nohup}, say, for an agent that ignores SIGHUP).
+     */
+    public static AgentProcess startThrough(List<String> prefix, Path work, String... args) throws IOException {
+        return startFrom(prefix, distribution(), work, List.of(), args);
+    }
+
+    /**
+     * What gives a child SIGHUP's default disposition when this JVM ignores SIGHUP (the build started under
+     * {@code nohup}, or by a runner that ignores it): a child inherits an ignored signal, and an agent that ignores
+     * SIGHUP never reloads on one, so a test that sends it one would wait in vain. GNU env's {@code --default-signal};
+     * nothing when SIGHUP is not ignored here (or there is no {@code /proc} to tell).
+     */
+    private static final List<String> DEFAULT_HANG_UP = hangUpIgnoredHere() ? List.of("env", "--default-signal=HUP") : List.of();
+
+    /** Whether this process ignores SIGHUP (signal 1: the lowest bit of {@code SigIgn} in {@code /proc/self/status}). */
+    private static boolean hangUpIgnoredHere() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("SigIgn:")) {
+                    return (Long.parseUnsignedLong(line.substring("SigIgn:".length()).trim(), 16) & 1) != 0;
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // not Linux: no way to tell, and a child starts as this JVM would
+        }
+        return false;
+    }
+
     private static AgentProcess startFrom(List<String> prefix, List<String> main, Path home, Path work, List<String> jvmOptions,
             String... args) throws IOException {
-        List<String> command = new ArrayList<>(prefix);
+        List<String> command = new ArrayList<>(DEFAULT_HANG_UP); // first: a prefix's own choice (nohup) stays
+        command.addAll(prefix);
         command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
                 "-Dconclave.home=" + home));
@@ -105,7 +145,9 @@ public final class AgentProcess implements AutoCloseable {
             builder.environment().put("CONCLAVE_HTTP_TOKEN", SecureMode.TOKEN); // for the conclave commands a test starts
         }
         Process process = builder.start();
-        return new AgentProcess(process, output);
+        AgentProcess agent = new AgentProcess(process, output);
+        RUNNING.add(agent);
+        return agent;
     }
 
     /** A {@code conclave} command's exit code and its output (standard output and error together). */
@@ -175,19 +217,70 @@ public final class AgentProcess implements AutoCloseable {
     /** How often a process test asks its condition: an HTTP call to a child JVM each time, on two cores. */
     private static final Duration POLL_INTERVAL = Duration.ofMillis(20);
 
-    /** Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}. */
+    /**
+     * Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}, once the
+     * running agents' threads are dumped into their output ({@link #dumpThreadsOfRunningAgents}).
+     */
     public static void awaitCondition(String what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
         awaitCondition(() -> what, deadline, condition);
     }
 
     /** As {@link #awaitCondition(String, Duration, BooleanSupplier)}, the failure's words computed when it fails (logs, the state seen). */
     public static void awaitCondition(Supplier<String> what, Duration deadline, BooleanSupplier condition) throws InterruptedException {
-        Poll.until(what, deadline, POLL_INTERVAL, condition);
+        awaitValue(what, deadline, () -> condition.getAsBoolean() ? Boolean.TRUE : null);
     }
 
-    /** Polls {@code attempt} every 20 ms until it gives a value (not null): that value; fails naming {@code what} after {@code deadline}. */
+    /**
+     * Polls {@code attempt} every 20 ms until it gives a value (not null): that value; fails naming {@code what} after
+     * {@code deadline}, once the running agents' threads are dumped into their output.
+     */
     public static <T> T awaitValue(Supplier<String> what, Duration deadline, Supplier<T> attempt) throws InterruptedException {
-        return Poll.value(what, deadline, POLL_INTERVAL, attempt);
+        try {
+            return Poll.value(what, deadline, POLL_INTERVAL, attempt);
+        } catch (AssertionError e) {
+            AssertionError failure = new AssertionError(e.getMessage() + "\n" + dumpThreadsOfRunningAgents());
+            failure.setStackTrace(e.getStackTrace()); // the same failure, with the dumps named: not a second one as its cause
+            throw failure;
+        }
+    }
+
+    /**
+     * The evidence of a wait that failed: each agent this JVM runs writes a dump of its threads to its output
+     * ({@code kill -QUIT}, the JVM's own, cheap: no tool to start), where the kept temporary folder holds it; what was
+     * done, for the failure's message. An agent stuck on a lock or a wait shows where.
+     */
+    public static String dumpThreadsOfRunningAgents() throws InterruptedException {
+        StringBuilder said = new StringBuilder();
+        for (AgentProcess agent : RUNNING) {
+            if (agent.process.isAlive()) {
+                said.append(agent.dumpThreads()).append('\n');
+            }
+        }
+        return said.isEmpty() ? "(no agent running to dump the threads of)" : said.toString().strip();
+    }
+
+    /** Asks the agent to write a thread dump to its output, and waits for it to appear there: what came of it. */
+    String dumpThreads() throws InterruptedException {
+        String header = "Full thread dump";
+        int before = count(outputForFailure(), header);
+        try {
+            Process quit = new ProcessBuilder("kill", "-QUIT", Long.toString(process.pid())).redirectErrorStream(true).start();
+            if (!quit.waitFor(THREAD_DUMP_DEADLINE.toMillis(), TimeUnit.MILLISECONDS) || quit.exitValue() != 0) {
+                return "agent " + process.pid() + ": kill -QUIT failed";
+            }
+        } catch (IOException e) {
+            return "agent " + process.pid() + ": no thread dump (" + e + ")";
+        }
+        boolean written = Poll.within(THREAD_DUMP_DEADLINE, POLL_INTERVAL, () -> count(outputForFailure(), header) > before);
+        return "agent " + process.pid() + ": " + (written ? "thread dump written to " : "no thread dump within " + THREAD_DUMP_DEADLINE + " in ") + output;
+    }
+
+    private static int count(String text, String part) {
+        int count = 0;
+        for (int at = text.indexOf(part); at >= 0; at = text.indexOf(part, at + part.length())) {
+            count++;
+        }
+        return count;
     }
 
     /**
@@ -256,6 +349,7 @@ public final class AgentProcess implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        RUNNING.remove(this);
         if (process.isAlive()) {
             process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
         }

@@ -30,8 +30,11 @@ import org.junit.jupiter.api.io.TempDir;
  *       applied (the agent's own log now has DEBUG lines; the old agent token names no token, the new one may reload),
  *       {@code node_meta} is named in a WARN as needing a restart; the monitor saw the reload's line;</li>
  *   <li>a file that no longer parses: {@code conclave reload} exits 1 with the reason, and nothing changed;</li>
- *   <li>{@code conclave leave} with the old agent token is refused, with the new one the agent leaves and exits 0.</li>
+ *   <li>{@code conclave leave} with the old agent token is refused, with the new one the agent leaves and exits 0;</li>
+ *   <li>an agent started with SIGHUP ignored ({@code nohup}) says so at start, and {@code conclave reload} still reloads.</li>
  * </ul>
+ * The harness starts every agent with SIGHUP at its default disposition, however the build was started (a build under
+ * {@code nohup} would otherwise hand its ignored SIGHUP to the agents: issue 43's flake).
  */
 @Timeout(180)
 class ReloadMonitorProcessIT {
@@ -40,6 +43,8 @@ class ReloadMonitorProcessIT {
     private static final String MANAGEMENT = "7c1e2d3a-0b4f-4e5d-8a6b-9c0d1e2f3a4b";
     private static final String FIRST_AGENT_TOKEN = "agent-one-0000-1111";
     private static final String SECOND_AGENT_TOKEN = "agent-two-2222-3333";
+    /** What an agent whose process ignores SIGHUP says at start (AgentLauncher's words). */
+    private static final String SIGHUP_IGNORED = "SIGHUP is ignored by this process";
 
     private static String config(Path work, int http, String level, String agentToken, String rack) {
         return "{\"server\": true, \"node_name\": \"reloaded\", \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1,"
@@ -80,6 +85,7 @@ class ReloadMonitorProcessIT {
                 assertEquals(200, Http.call("PUT", http, "/v1/agent/reload", null, FIRST_AGENT_TOKEN).statusCode(),
                         "the agent token may reload");
                 Files.writeString(config, config(work, http, "debug", SECOND_AGENT_TOKEN, "r2"));
+                assertFalse(agent.output().contains(SIGHUP_IGNORED), "the agent handles SIGHUP (the harness starts it so):\n" + agent.output());
                 hangUp(agent.process);
                 AgentProcess.awaitCondition("the agent logs the reload", DEADLINE,
                         () -> quietly(agent).contains("reload: applied log_level, acl.tokens.agent"));
@@ -128,6 +134,27 @@ class ReloadMonitorProcessIT {
             AgentProcess.CommandRun leave = AgentProcess.command(home, work, "leave", "-http-addr", address, "-token", SECOND_AGENT_TOKEN);
             assertEquals(0, leave.exit(), leave.output());
             assertEquals(0, agent.awaitExit(DEADLINE), "the leave with the new agent token stops the agent:\n" + agent.output());
+        }
+    }
+
+    /**
+     * An agent whose process ignores SIGHUP ({@code nohup}, a runner that ignores it) cannot reload on one (the JVM
+     * installs no handler for an ignored SIGHUP): it says so at start, instead of a SIGHUP doing nothing silently, and
+     * {@code conclave reload} still reloads.
+     */
+    @Test
+    void when_the_agent_is_started_with_sighup_ignored_it_says_so_and_conclave_reload_still_reloads(@TempDir Path work) throws Exception {
+        int http = AgentProcess.freePort();
+        Path config = work.resolve("agent.json");
+        Files.writeString(config, config(work, http, "info", FIRST_AGENT_TOKEN, "r1"));
+        try (AgentProcess agent = AgentProcess.startThrough(List.of("nohup"), work, "agent", "-config-file", config.toString())) {
+            AgentProcess.awaitCondition(() -> "the agent says that SIGHUP is ignored:\n" + agent.outputForFailure(), AgentProcess.START_DEADLINE,
+                    () -> quietly(agent).contains(SIGHUP_IGNORED));
+            Files.writeString(config, config(work, http, "debug", FIRST_AGENT_TOKEN, "r1"));
+            AgentProcess.CommandRun reload = AgentProcess.command(AgentProcess.distribution(), work, "reload", "-http-addr",
+                    "127.0.0.1:" + http, "-token", FIRST_AGENT_TOKEN);
+            assertEquals(0, reload.exit(), reload.output());
+            AgentProcess.awaitCondition("the agent logs the reload", DEADLINE, () -> quietly(agent).contains("reload: applied log_level"));
         }
     }
 

@@ -25,6 +25,10 @@ public final class AgentLauncher {
     /** Exit code when a running agent stopped by itself because its storage failed (restart it: nothing acknowledged is lost). */
     public static final int EXIT_FAILED = 1;
 
+    /** What the agent says at start when its process ignores SIGHUP, so that a SIGHUP does not reload. */
+    public static final String SIGHUP_IGNORED = "conclave: SIGHUP is ignored by this process (it was started with SIGHUP ignored,"
+            + " as nohup does): a SIGHUP does not reload the configuration; reload with 'conclave reload'";
+
     private AgentLauncher() {
     }
 
@@ -127,16 +131,24 @@ public final class AgentLauncher {
     /**
      * SIGHUP reloads the configuration files, as Consul's agent does, on a thread of its own (a signal handler must not
      * wait on the agent); a reload that fails changes nothing and says why (the agent logs it too).
+     *
+     * <p>A process started with SIGHUP ignored ({@code nohup}, a supervisor or CI runner that ignores it) keeps it
+     * ignored: the JVM installs no handler for an ignored SIGHUP (it answers {@code SIG_IGN} and leaves the signal
+     * as it was), so the handler would never run and a SIGHUP would do nothing, silently. The agent says so at start
+     * ({@link #SIGHUP_IGNORED}); {@code conclave reload} still reloads.
      */
     private static void reloadOnHangUp(Agent agent, PrintStream err) {
         try {
-            sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> new Thread(() -> {
+            sun.misc.SignalHandler before = sun.misc.Signal.handle(new sun.misc.Signal("HUP"), signal -> new Thread(() -> {
                 try {
                     agent.reload();
                 } catch (RuntimeException e) {
                     err.println("conclave: reload failed, nothing changed: " + e.getMessage());
                 }
             }, "conclave-reload").start());
+            if (before == sun.misc.SignalHandler.SIG_IGN) {
+                err.println(SIGHUP_IGNORED);
+            }
         } catch (IllegalArgumentException e) { // a platform without SIGHUP: reload through the HTTP API only
             err.println("conclave: no SIGHUP here (" + e.getMessage() + "): reload with 'conclave reload'");
         }
