@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -34,16 +35,17 @@ import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
- * Issue 41's judge: the web UI of a server from the distribution, started with {@code -ui} and ACLs on
- * ({@code default_policy} deny), in a real browser — Debian's {@code chromium}, headless, driven by Selenium through
- * Debian's {@code chromedriver} (named by path, so Selenium Manager never looks for a driver on the network). Without a
- * token the page asks for one; with the management token the overview shows the leader {@code /v1/status/leader}
- * reports; a key created in the page is read back over HTTP; a key changed over HTTP shows in the open page without a
- * reload (the same element, its text changed by a blocking query); an edit from a stale ModifyIndex is refused (CAS);
- * a key named {@code <img src=x onerror=alert(1)>} holding {@code <script>alert(2)</script>} shows as text and no
- * dialog opens; members, sessions, services and nodes are listed; a folder is deleted after the in-page
- * confirmation; and a read-only token's delete shows the agent's 403 message. Screenshots go to
- * {@code target/ui-screenshots}. Under {@code CI=true} a missing browser fails the test.
+ * Issue 41's judge: the web UI of three servers from the distribution, started with {@code -ui} and ACLs on
+ * ({@code default_policy} deny), opened on a follower, in a real browser — Debian's {@code chromium}, headless, driven
+ * by Selenium through Debian's {@code chromedriver} (named by path, so Selenium Manager never looks for a driver on the
+ * network). Without a token the page asks for one; with the management token the overview shows the leader
+ * {@code /v1/status/leader} reports, this server a follower, and the three servers; a key created in the page is read
+ * back over HTTP; a key changed over HTTP shows in the open page without a reload (the same element, its text changed
+ * by a blocking query); an edit from a stale ModifyIndex is refused (CAS); a key named {@code <img src=x
+ * onerror=alert(1)>} holding {@code <script>alert(2)</script>} shows as text and no dialog opens; members, sessions,
+ * services and nodes are listed; a folder is deleted after the in-page confirmation; and a read-only token's delete
+ * shows the agent's 403 message. Screenshots go to {@code target/ui-screenshots}. Under {@code CI=true} a missing
+ * browser fails the test.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class UiBrowserIT {
@@ -58,6 +60,19 @@ class UiBrowserIT {
     private static final String XSS_KEY_PATH = "/v1/kv/%3Cimg%20src=x%20onerror=alert(1)%3E";
     private static final String XSS_VALUE = "<script>alert(2)</script>";
     static final Path SCREENSHOTS = Path.of("target", "ui-screenshots");
+    private static final String GOSSIP_TIMINGS = "\"gossip_lan\": {\"probe_interval\": \"500ms\", \"probe_timeout\": \"250ms\", "
+            + "\"gossip_interval\": \"100ms\"},";
+
+    record Server(String name, String raftAddress, int http, AgentProcess process) {
+    }
+
+    private static String outputs(List<Server> servers) {
+        StringBuilder text = new StringBuilder();
+        for (Server server : servers) {
+            text.append("--- ").append(server.name()).append('\n').append(server.process().outputForFailure());
+        }
+        return text.toString();
+    }
 
     private static HttpResponse<String> http(int port, String method, String path, String body) throws Exception {
         return Http.call(method, port, path, body, MANAGEMENT);
@@ -99,25 +114,46 @@ class UiBrowserIT {
             Assumptions.assumeTrue(installed, "chromium and chromedriver are needed (apt-get install chromium chromium-driver)");
         }
         assertTrue(installed, "chromium and chromedriver are installed (.ci/run installs chromium and chromium-driver)");
-        int http = AgentProcess.freePort();
-        Path config = work.resolve("ui.json");
-        Files.writeString(config, "{\"server\": true, \"node_name\": \"ui0\", \"data_dir\": \"" + work.resolve("data") + "\","
-                + " \"bootstrap_expect\": 1, \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
-                + " \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}},"
-                + " \"ports\": {\"dns\": -1, \"http\": " + http + ", \"server\": " + AgentProcess.freePort() + ", \"serf_lan\": "
-                + AgentProcess.freePort() + "}}");
-        try (AgentProcess agent = AgentProcess.start(work, "agent", "-ui", "-config-file", config.toString())) {
-            String leader = AgentProcess.awaitValue(() -> "a leader:\n" + agent.outputForFailure(), DEADLINE, () -> {
-                try {
-                    HttpResponse<String> answer = http(http, "GET", "/v1/status/leader", null);
-                    return answer.statusCode() == 200 && answer.body().startsWith("\"127.") ? answer.body().replace("\"", "") : null;
-                } catch (Exception notYet) {
-                    return null;
+        List<Integer> serf = List.of(AgentProcess.freePort(), AgentProcess.freePort(), AgentProcess.freePort());
+        List<Server> servers = new ArrayList<>();
+        try {
+            for (int i = 0; i < serf.size(); i++) {
+                List<String> joins = new ArrayList<>();
+                for (int other : serf) {
+                    if (other != serf.get(i)) {
+                        joins.add("\"127.0.0.1:" + other + "\"");
+                    }
                 }
+                String name = "ui" + i;
+                int port = AgentProcess.freePort();
+                int raft = AgentProcess.freePort();
+                Path config = work.resolve(name + ".json");
+                Files.writeString(config, "{\"server\": true, \"node_name\": \"" + name + "\", \"data_dir\": \"" + work.resolve("data-" + name)
+                        + "\", \"bootstrap_expect\": 3, \"retry_join\": " + joins + ", " + GOSSIP_TIMINGS
+                        + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}},"
+                        + " \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": " + raft + ", \"serf_lan\": " + serf.get(i) + "}}");
+                servers.add(new Server(name, "127.0.0.1:" + raft, port,
+                        AgentProcess.start(work, "agent", "-ui", "-config-file", config.toString())));
+            }
+            Server leader = AgentProcess.awaitValue(() -> "a leader the three servers agree on:\n" + outputs(servers), DEADLINE, () -> {
+                java.util.Set<String> seen = new java.util.HashSet<>();
+                for (Server server : servers) {
+                    try {
+                        HttpResponse<String> answer = http(server.http(), "GET", "/v1/status/leader", null);
+                        seen.add(answer.statusCode() == 200 ? answer.body().replace("\"", "") : "");
+                    } catch (Exception notYet) {
+                        return null;
+                    }
+                }
+                return seen.size() != 1 ? null : servers.stream().filter(server -> seen.contains(server.raftAddress())).findFirst().orElse(null);
             });
-            AgentProcess.awaitCondition(() -> "the server takes writes:\n" + agent.outputForFailure(), DEADLINE, () -> {
+            // the page is opened on a follower: what it shows and does goes through that server
+            Server follower = servers.stream().filter(server -> server != leader).findFirst().orElseThrow();
+            int http = follower.http();
+            AgentProcess.awaitCondition(() -> "the cluster takes writes through " + follower.name() + ":\n" + outputs(servers), DEADLINE, () -> {
                 try {
-                    return http(http, "PUT", "/v1/kv/ready", "yes").body().trim().equals("true");
+                    return http(http, "PUT", "/v1/kv/ready", "yes").body().trim().equals("true")
+                            && new JsonObject(http(http, "GET", "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers").size() == 3;
                 } catch (Exception notYet) {
                     return false;
                 }
@@ -137,11 +173,16 @@ class UiBrowserIT {
                 driver.findElement(By.cssSelector("#token-form button[type=submit]")).click();
 
                 // the overview: the leader curl reports, the term /v1/agent/self reports
-                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader));
+                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader.raftAddress()));
+                wait.until(ExpectedConditions.textToBe(By.id("raft-state"), "Follower"));
                 String term = new JsonObject(http(http, "GET", "/v1/agent/self", null).body()).getJsonObject("Stats").getJsonObject("raft")
                         .getString("term");
                 wait.until(ExpectedConditions.textToBe(By.id("raft-term"), term));
-                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("servers"), "ui0"));
+                for (Server server : servers) {
+                    wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("servers"), server.raftAddress()));
+                }
+                assertEquals("leader", driver.findElement(By.xpath("//section[@id='servers']//tr[td[1]='" + leader.name() + "']/td[3]")).getText(),
+                        "the leader's row says so");
                 screenshot(driver, "overview");
 
                 // a key created in the page, read back over HTTP
@@ -250,11 +291,15 @@ class UiBrowserIT {
                 again.clear();
                 again.sendKeys(MANAGEMENT);
                 driver.findElement(By.cssSelector("#token-form button[type=submit]")).click();
-                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader));
+                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader.raftAddress()));
                 screenshot(driver, "overview-phone");
                 assertNoDialog(driver, "the end");
             } finally {
                 driver.quit();
+            }
+        } finally {
+            for (Server server : servers) {
+                server.process().close();
             }
         }
     }
