@@ -114,12 +114,13 @@ while [ $i -lt "$servers" ]; do
   "retry_join": [$join],
   "ports": {"http": $((port_base + 500 + i)), "server": $((port_base + 300 + i)), "serf_lan": $((port_base + 400 + i)), "dns": $((port_base + 600 + i))},
   "leave_drain_time": "1s",
-  "autopilot": {"server_stabilization_time": "2s"}
+  "autopilot": {"server_stabilization_time": "2s"},
+  "ui_config": {"enabled": true}
 }
 EOF
   JAVA_OPTS="-Xmx256m" sh "$dist/bin/conclave" agent -config-file "$work/s$i/server.json" > "$work/s$i/agent.log" 2>&1 &
   pids="$pids $!"
-  echo "started s$i (PID $!): HTTP 127.0.0.1:$(http_of $i), log $work/s$i/agent.log"
+  echo "started s$i (PID $!): HTTP 127.0.0.1:$(http_of $i) (web UI: http://127.0.0.1:$(http_of $i)/ui/), log $work/s$i/agent.log"
   i=$((i + 1))
 done
 

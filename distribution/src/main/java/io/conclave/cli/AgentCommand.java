@@ -18,6 +18,9 @@ final class AgentCommand implements Callable<Integer> {
     @Option(names = "-dev", description = "A development server: one server, temporary storage, default ports.")
     boolean dev;
 
+    @Option(names = "-ui", description = "Serves the web UI at /ui/ (as ui_config.enabled true; on in -dev).")
+    boolean ui;
+
     @Option(names = "-config-file", paramLabel = "FILE",
             description = "A JSON configuration file (comments allowed); repeat it to merge several, later ones winning.")
     java.util.List<Path> configFiles = new java.util.ArrayList<>();
@@ -34,7 +37,7 @@ final class AgentCommand implements Callable<Integer> {
     public Integer call() {
         ConclaveConfig config;
         try {
-            config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
+            config = load();
         } catch (ConfigException e) {
             System.err.println("conclave: configuration error: " + e.getMessage());
             return AgentLauncher.EXIT_CONFIGURATION;
@@ -46,8 +49,14 @@ final class AgentCommand implements Callable<Integer> {
             return AgentLauncher.EXIT_CONFIGURATION;
         }
         // a reload (SIGHUP, conclave reload) reads the same files again; the monitor follows Logback's lines
-        AgentControls controls = new AgentControls(Logging.logSource(config), () -> AgentLauncher.loadConfig(configFiles, configDirs, dev));
+        AgentControls controls = new AgentControls(Logging.logSource(config), this::load);
         return AgentLauncher.run(config, pluginsDir == null ? defaultPluginsDir() : pluginsDir, System.err, controls);
+    }
+
+    /** The configuration files (or {@code -dev}'s), with the UI turned on over them by {@code -ui}. */
+    private ConclaveConfig load() {
+        ConclaveConfig config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
+        return ui ? config.withUi(new ConclaveConfig.Ui(true)) : config;
     }
 
     private static Path defaultPluginsDir() {

@@ -1,6 +1,7 @@
 package io.conclave.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConclaveConfig;
@@ -25,6 +26,7 @@ class ShippedConfigurationTest {
         assertTrue(server.plugins().isEmpty(), "no provider pinned: an override dropped into plugins/ wins by priority");
         assertEquals(java.util.Map.of("zone", "zone-a"), server.nodeMeta());
         assertEquals(2, server.retryJoin().size());
+        assertFalse(server.ui().enabled(), "the sample server shows the UI's key, off as Consul's default");
     }
 
     @Test
@@ -33,5 +35,6 @@ class ShippedConfigurationTest {
         assertEquals(1, dev.bootstrapExpect());
         assertTrue(dev.server(), "a server says so: without it an agent is a client");
         assertEquals(Path.of("data"), dev.dataDir());
+        assertTrue(dev.ui().enabled(), "the development server serves the web UI, as -dev does");
     }
 }

@@ -45,6 +45,7 @@ import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.http.SessionHttpApi;
 import io.conclave.engine.raft.http.SnapshotHttpApi;
 import io.conclave.engine.raft.http.TxnHttpApi;
+import io.conclave.engine.raft.http.UiHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.plugins.PluginException;
 import io.conclave.engine.raft.plugins.PluginRegistry;
@@ -603,6 +604,9 @@ final class AgentAssembly implements Assembly {
         agentApi.register(http);
         new MembershipHttpApi(vertx, membership, config.datacenter(), MEMBERSHIP_CHANGE_TIMEOUT).register(http);
         new MonitorHttpApi(vertx, controls.logs()).register(http);
+        if (config.ui().enabled()) {
+            new UiHttpApi().register(http);
+        }
         reloader = new Reloader(config, controls.reread(), controls.logs(), http, tls, aclStore);
         return HttpListeners.start(vertx, http, config, tls, https -> httpsPort = https);
     }

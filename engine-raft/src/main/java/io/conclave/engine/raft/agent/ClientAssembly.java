@@ -21,6 +21,7 @@ import io.conclave.engine.raft.http.MembershipHttpApi;
 import io.conclave.engine.raft.http.MetricsHttpApi;
 import io.conclave.engine.raft.http.MonitorHttpApi;
 import io.conclave.engine.raft.http.ServerForwarder;
+import io.conclave.engine.raft.http.UiHttpApi;
 import io.conclave.engine.raft.plugins.PluginRegistry;
 import io.conclave.engine.raft.plugins.ProviderInfo;
 import io.conclave.engine.raft.plugins.Spi;
@@ -219,6 +220,9 @@ final class ClientAssembly implements Assembly {
         });
         metricsApi = new MetricsHttpApi(() -> Future.succeededFuture(Map.of()), new NodeMetrics(), blockedThreads, membership::counters);
         metricsApi.register(http);
+        if (config.ui().enabled()) {
+            new UiHttpApi().register(http); // the UI's pages read this agent, which forwards what it does not hold
+        }
         forwarder.register(http); // last: this agent's own routes win
         return HttpListeners.start(vertx, http, config, tls, https -> httpsPort = https);
     }

@@ -103,6 +103,7 @@ final class Reloader {
                     }
                 }
                 case "log" -> needRestart.add("log_json, log_file, log_rotate_*");
+                case "ui" -> needRestart.add("ui_config");
                 default -> needRestart.add(key(component.getName()));
             }
         }
@@ -127,7 +128,7 @@ final class Reloader {
                 running.staticServers(), running.leaveDrainTime(), running.leaveOnTerminate(), running.leaveTimeout(),
                 running.tombstoneTtl(), running.sessionTtlMin(), running.raft(), running.autopilot(), limits, running.gossipLan(),
                 running.encrypt(), running.nodeMeta(), running.plugins(), running.pluginConfig(), running.pluginsDir(),
-                next.logLevel(), running.tls(), acl, running.log(), running.services(), running.checks(), running.dns());
+                next.logLevel(), running.tls(), acl, running.log(), running.services(), running.checks(), running.dns(), running.ui());
     }
 
     private static Object value(RecordComponent component, ConclaveConfig config) {

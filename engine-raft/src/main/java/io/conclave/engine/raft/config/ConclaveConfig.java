@@ -55,13 +55,15 @@ public record ConclaveConfig(
         Log log,
         List<io.conclave.engine.raft.local.Definitions.Registration> services,
         List<io.conclave.engine.raft.local.CheckDefinition> checks,
-        Dns dns) {
+        Dns dns,
+        Ui ui) {
 
     public ConclaveConfig {
         java.util.Objects.requireNonNull(gossipLan, "gossipLan");
         java.util.Objects.requireNonNull(encrypt, "encrypt");
         java.util.Objects.requireNonNull(log, "log");
         java.util.Objects.requireNonNull(dns, "dns");
+        java.util.Objects.requireNonNull(ui, "ui");
         retryJoin = List.copyOf(retryJoin);
         staticServers = List.copyOf(staticServers);
         nodeMeta = Map.copyOf(nodeMeta);
@@ -194,6 +196,21 @@ public record ConclaveConfig(
         }
     }
 
+    /**
+     * {@code ui_config}: Consul's key for the web UI. {@code enabled}: every agent serves the UI at {@code /ui/} and
+     * redirects {@code /} there (off by default, on in {@code -dev} and with the {@code -ui} flag, as Consul's).
+     */
+    public record Ui(boolean enabled) {
+    }
+
+    /** This configuration with {@code ui} instead of its own (the {@code -ui} flag turns the UI on over the files). */
+    public ConclaveConfig withUi(Ui newUi) {
+        return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, server, bootstrapExpect, bindAddr, clientAddr, ports,
+                retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot,
+                limits, gossipLan, encrypt, nodeMeta, plugins, pluginConfig, pluginsDir, logLevel, tls, acl, log, services, checks, dns,
+                newUi);
+    }
+
     /** {@code autopilot}: Consul's keys. */
     public record Autopilot(boolean cleanupDeadServers, Duration lastContactThreshold, long maxTrailingLogs,
                             long minQuorum, Duration serverStabilizationTime) {
@@ -208,7 +225,7 @@ public record ConclaveConfig(
                 + leaveDrainTime + ", leaveOnTerminate=" + leaveOnTerminate + ", leaveTimeout=" + leaveTimeout + ", tombstoneTtl=" + tombstoneTtl + ", sessionTtlMin=" + sessionTtlMin + ", raft=" + raft + ", autopilot=" + autopilot
                 + ", limits=" + limits + ", gossipLan=" + gossipLan + ", encrypt=" + (encrypt.isPresent() ? "(set)" : "(none)")
                 + ", plugins=" + plugins + ", pluginConfig=" + pluginConfig + ", pluginsDir=" + pluginsDir + ", logLevel=" + logLevel
-                + ", log=" + log + ", services=" + services.size() + ", checks=" + checks.size() + ", dns=" + dns + "]";
+                + ", log=" + log + ", services=" + services.size() + ", checks=" + checks.size() + ", dns=" + dns + ", ui=" + ui + "]";
     }
 
     /** The configuration section of provider {@code name}: {@code plugin_config.<name>}, or an empty object. */

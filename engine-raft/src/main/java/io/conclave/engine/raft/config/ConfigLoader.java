@@ -332,11 +332,12 @@ public final class ConfigLoader {
         List<io.conclave.engine.raft.local.Definitions.Registration> services = readServices(json);
         List<io.conclave.engine.raft.local.CheckDefinition> checks = readChecks(json);
         ConclaveConfig.Dns dns = readDns(json, clientAddr, domain);
+        ConclaveConfig.Ui ui = readUi(json.object("ui_config"), dev);
         json.finish();
         Path dataDir = dataDirText == null ? null : Path.of(dataDirText);
         return new ConclaveConfig(nodeName, nodeId, datacenter, dataDir, dev, server, bootstrapExpect, bindAddr, clientAddr,
                 ports, retryJoin, staticServers, leaveDrainTime, leaveOnTerminate, leaveTimeout, tombstoneTtl, sessionTtlMin, raft, autopilot, limits, gossipLan, encrypt, nodeMeta, plugins,
-                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log, services, checks, dns);
+                pluginConfig, Optional.ofNullable(pluginsDirText).map(Path::of), logLevel, tls, acl, log, services, checks, dns, ui);
     }
 
     /** At most this many services or checks in the configuration: an agent holds tens, not thousands. */
@@ -448,6 +449,13 @@ public final class ConfigLoader {
     }
 
     /** {@code acl}: {@code enabled}, {@code default_policy}, {@code tokens.initial_management}, {@code tokens.agent}. */
+    /** {@code ui_config}: the web UI, on by default in {@code -dev} only (Consul's {@code ui_config.enabled}). */
+    private static ConclaveConfig.Ui readUi(JsonReader json, boolean dev) {
+        boolean enabled = json.bool("enabled", dev);
+        json.finish();
+        return new ConclaveConfig.Ui(enabled);
+    }
+
     private static ConclaveConfig.Acl readAcl(JsonReader json) {
         boolean enabled = json.bool("enabled", false);
         String defaultPolicy = json.string("default_policy", "allow");

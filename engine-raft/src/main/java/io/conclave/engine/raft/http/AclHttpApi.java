@@ -113,6 +113,9 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.startsWith("/v1/status/") || path.equals("/v1/acl/bootstrap")) {
             return true; // Consul's too: these need no token
         }
+        if (path.equals("/") || path.equals("/ui") || path.startsWith(UiHttpApi.PREFIX)) {
+            return true; // the web UI's files, the same in every agent, as Consul's: its pages ask for a token, then send it
+        }
         Optional<Authorizer> resolved = store.resolve(secretOf(request));
         if (resolved.isEmpty()) {
             notFound.incrementAndGet();

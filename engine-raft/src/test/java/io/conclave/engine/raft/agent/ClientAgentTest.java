@@ -56,7 +56,8 @@ class ClientAgentTest {
                     + " \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}, " + acl + "}", false, "test"), null));
         }
         client = Agent.start(ConfigLoader.parse("{\"node_name\": \"c1\", \"data_dir\": \"" + work.resolve("client") + "\", \"static_servers\": "
-                + list + ", \"ports\": {\"dns\": -1, \"http\": 0, \"serf_lan\": 0}, " + acl + "}", false, "test"), null);
+                + list + ", \"ports\": {\"dns\": -1, \"http\": 0, \"serf_lan\": 0}, \"ui_config\": {\"enabled\": true}, " + acl + "}", false,
+                "test"), null);
         http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
         Await.until("the cluster takes a write through the client", () -> {
             try {
@@ -159,6 +160,16 @@ class ClientAgentTest {
         HttpResponse<String> tooLarge = call(client, "PUT", "/v1/kv/big", "x".repeat(600 * 1024), MANAGEMENT);
         assertEquals(413, tooLarge.statusCode(), tooLarge.body());
         assertEquals("true", call(client, "PUT", "/v1/kv/after-413", "v", MANAGEMENT).body(), "and the client agent serves on");
+    }
+
+    @Test
+    void the_client_serves_the_web_ui_itself_and_the_servers_without_ui_config_do_not() throws Exception {
+        HttpResponse<String> page = call(client, "GET", "/ui/", null, null);
+        assertEquals(200, page.statusCode(), page.body());
+        assertEquals(io.conclave.engine.raft.http.UiHttpApi.CONTENT_SECURITY_POLICY,
+                page.headers().firstValue("Content-Security-Policy").orElse(""));
+        assertEquals(302, call(client, "GET", "/", null, null).statusCode());
+        assertEquals(404, call(servers.get(0), "GET", "/ui/", null, null).statusCode(), "off on the servers: never forwarded there");
     }
 
     @Test

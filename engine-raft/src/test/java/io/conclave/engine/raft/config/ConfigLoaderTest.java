@@ -32,6 +32,17 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_ui_config_is_read_then_the_ui_is_off_by_default_on_in_dev_and_a_wrong_value_is_refused_by_its_key() {
+        assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").ui().enabled(), "off, as Consul's");
+        assertTrue(ConfigLoader.parse("{}", true, "-dev").ui().enabled(), "on in -dev");
+        assertFalse(ConfigLoader.parse("{\"ui_config\": {\"enabled\": false}}", true, "-dev").ui().enabled(), "a file turns it off");
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\", \"ui_config\": {\"enabled\": true}}", false, "test.json").ui().enabled());
+        assertEquals("ui_config.enabled", rejected("{\"data_dir\": \"/x\", \"ui_config\": {\"enabled\": \"yes\"}}").key());
+        assertTrue(rejected("{\"data_dir\": \"/x\", \"ui_config\": {\"content_path\": \"/ui/\"}}").getMessage()
+                .contains("ui_config.content_path"), "a key not read here is refused by name");
+    }
+
+    @Test
     void when_full_file_then_every_key_is_read() {
         ConclaveConfig config = ConfigLoader.parse("""
                 {"node_name": "s1", "node_id": "0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11", "datacenter": "east",

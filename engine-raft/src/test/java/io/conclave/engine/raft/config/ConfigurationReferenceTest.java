@@ -71,7 +71,7 @@ class ConfigurationReferenceTest {
     @Test
     void when_the_reference_is_read_then_every_section_lists_exactly_the_keys_the_loader_reads() throws Exception {
         Map<String, Map<String, String>> documented = documented();
-        assertEquals(Set.of("", "ports", "dns_config", "raft", "autopilot", "limits", "gossip_lan", "tls", "acl", "plugins"), documented.keySet(),
+        assertEquals(Set.of("", "ports", "dns_config", "raft", "autopilot", "limits", "gossip_lan", "tls", "acl", "ui_config", "plugins"), documented.keySet(),
                 "the sections of the reference");
         List<String> wrong = new ArrayList<>();
         for (Map.Entry<String, Map<String, String>> section : documented.entrySet()) {
