@@ -89,6 +89,7 @@ class ClientAgentsProcessIT {
     private static final int ANSWERS_AFTER_LEAVE = 3;
 
     private static final String SERVICE = "web";
+    private static final int SERVERS = 3;
 
     @Test
     void when_two_clients_hold_web_then_health_follows_their_checks_failures_restarts_and_leaves_and_raft_never_lists_them(
@@ -97,16 +98,28 @@ class ClientAgentsProcessIT {
         GossipCluster cluster = new GossipCluster();
         List<Target> targets = new ArrayList<>();
         try {
-            List<Node> servers = new ArrayList<>(cluster.cluster(work, 3, ""));
-            List<Integer> serfPorts = servers.stream().map(server -> server.serf).toList();
+            // all five started at once: the clients' JVMs start while the servers bootstrap (they retry their joins)
+            List<Integer> serfPorts = GossipCluster.ports(SERVERS);
+            List<Node> servers = new ArrayList<>();
+            for (int i = 0; i < SERVERS; i++) {
+                servers.add(cluster.node(work, "n" + i, SERVERS, serfPorts, "", AgentProcess.freePort(), AgentProcess.freePort(),
+                        serfPorts.get(i)));
+            }
             Node first = cluster.client(work, "c0", serfPorts);
             Node second = cluster.client(work, "c1", serfPorts);
             List<Node> clients = List.of(first, second);
-            for (Node client : clients) {
-                cluster.start(work, client);
+            for (Node agent : all(servers, clients)) {
+                cluster.startQuickly(work, agent); // C1 only: half the CPU a start takes, on two cores shared by five JVMs
             }
+            for (Node agent : all(servers, clients)) { // each JVM's start has its own deadline: on two loaded cores five take long
+                agent.process.awaitGet(agent.http, "/v1/agent/self");
+            }
+            System.out.printf("ClientAgentsProcessIT: %d servers and %d clients answer HTTP after %d ms%n", SERVERS, clients.size(),
+                    millisSince(testStart));
+            cluster.awaitLeader(servers);
+            cluster.awaitVoters(servers.get(0), SERVERS);
+            System.out.printf("ClientAgentsProcessIT: %d servers elected a leader in %d ms%n", SERVERS, millisSince(testStart));
             for (Node client : clients) {
-                client.process.awaitGet(client.http, "/v1/agent/self");
                 JsonObject self = GossipCluster.self(client);
                 assertEquals(false, self.getJsonObject("Config").getBoolean("Server"), client.name + "'s /v1/agent/self");
                 Target target = new Target();
@@ -198,7 +211,7 @@ class ClientAgentsProcessIT {
 
             // 5. the killed client started again: its registrations come back from its data folder
             long restartStart = System.nanoTime();
-            cluster.start(work, first);
+            cluster.startQuickly(work, first);
             first.process.awaitGet(first.http, "/v1/agent/self");
             JsonObject services = new JsonObject(Http.call("GET", first.http, "/v1/agent/services", null).body());
             assertEquals(Set.of("web-c0"), services.fieldNames(), "the restarted client's services: " + services);
