@@ -88,6 +88,26 @@ public final class GossipCluster {
         return node;
     }
 
+    /**
+     * A client agent ({@code "server": false}) that joins the servers whose gossip ports are {@code joins} ({@code retry_join}),
+     * with the servers' gossip timings; started, like a server, by {@link #start}. It runs no Raft: its {@code raft} port
+     * is given (free) only so that nothing listens there by chance.
+     */
+    public Node client(Path work, String name, List<Integer> joins) throws Exception {
+        int http = AgentProcess.freePort();
+        int raft = AgentProcess.freePort();
+        int serf = AgentProcess.freePort();
+        List<String> addresses = joins.stream().map(port -> "\"127.0.0.1:" + port + "\"").toList();
+        Path config = work.resolve(name + ".json");
+        Path data = work.resolve("data-" + name);
+        Files.writeString(config, "{\"server\": false, " + GOSSIP_TIMINGS + "\"node_name\": \"" + name + "\", \"data_dir\": \"" + data
+                + "\", \"leave_drain_time\": \"300ms\", \"retry_join\": " + addresses + ", \"ports\": {\"dns\": -1, \"http\": " + http
+                + ", \"server\": " + raft + ", \"serf_lan\": " + serf + "}}");
+        Node node = new Node(name, http, raft, serf, config, data);
+        all.add(node);
+        return node;
+    }
+
     /** The unpacked distribution the servers run from: the build's, or a copy with plugins added. */
     public Path home = AgentProcess.distribution();
 
