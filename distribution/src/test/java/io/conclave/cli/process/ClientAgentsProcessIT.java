@@ -48,6 +48,8 @@ import org.junit.jupiter.api.io.TempDir;
  *     its instance is passing again.</li>
  * <li>The second client leaves ({@code conclave leave}): its node is gone from {@code /v1/catalog/nodes} on every
  *     server.</li>
+ * <li>The first client is stopped with SIGTERM: {@code leave_on_terminate} defaults to true for a client, as Consul's, so it
+ *     leaves and is deregistered as the second was.</li>
  * </ol>
  *
  * After every step the Raft configuration ({@code /v1/operator/raft/configuration}) lists servers only, never a client.
@@ -242,6 +244,20 @@ class ClientAgentsProcessIT {
             cluster.await("c1 Status 3 (left), never 4, on every server", all(servers, clients),
                     () -> servers.stream().allMatch(server -> GossipCluster.memberStatus(server.http, "c1") == 3));
             assertRaftListsServersOnly(servers, List.of(first), "after a client left");
+
+            // 7. a client stopped with SIGTERM leaves too: leave_on_terminate defaults to true for a client, as Consul's
+            first.process.process.destroy(); // SIGTERM, as a service manager stops it
+            assertTrue(first.process.process.waitFor(GossipCluster.DEADLINE.toSeconds(), TimeUnit.SECONDS),
+                    "the client stops on SIGTERM:\n" + first.process.outputForFailure());
+            Duration terminated = awaitTimed("c0 gone from /v1/catalog/nodes on every server after SIGTERM", leaveDeadline, cluster,
+                    servers, () -> servers.stream().allMatch(server -> {
+                        Set<String> nodes = catalogNodes(server.http);
+                        return nodes != null && !nodes.contains("c0");
+                    }));
+            cluster.await("c0 Status 3 (left), never 4, on every server", servers,
+                    () -> servers.stream().allMatch(server -> GossipCluster.memberStatus(server.http, "c0") == 3));
+            System.out.printf("ClientAgentsProcessIT: client stopped with SIGTERM -> left, node deregistered on every server in %d ms%n",
+                    terminated.toMillis());
             System.out.printf("ClientAgentsProcessIT: the whole test took %d ms%n", millisSince(testStart));
         } finally {
             cluster.closeAll();

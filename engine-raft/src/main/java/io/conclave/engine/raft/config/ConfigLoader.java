@@ -298,7 +298,9 @@ public final class ConfigLoader {
                     + "through gossip; static_servers lists them and uses static membership)");
         }
         Duration leaveDrainTime = json.duration("leave_drain_time", DEFAULT_LEAVE_DRAIN_TIME, Duration.ZERO, MAX_LEAVE_DRAIN_TIME);
-        boolean leaveOnTerminate = json.bool("leave_on_terminate", false);
+        // Consul's defaults: a client leaves when terminated (its node and services then go from the catalog at once,
+        // not after the gossip failure bound), a server does not (a server's leave changes the Raft configuration)
+        boolean leaveOnTerminate = json.bool("leave_on_terminate", !server);
         // how long a leave waits for its removal to commit (no quorum, or min_quorum holding it) before the agent stops with exit 1
         Duration leaveTimeout = json.duration("leave_timeout", DEFAULT_LEAVE_TIMEOUT, Duration.ofSeconds(1), Duration.ofMinutes(10));
         // how long the key of a delete is remembered, so that its prefix's index never goes back meanwhile (Consul's 15 min)

@@ -264,6 +264,17 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void leave_on_terminate_defaults_to_true_for_a_client_and_false_for_a_server_as_consuls() {
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\", \"server\": false}", false, "test.json").leaveOnTerminate());
+        assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\", \"server\": true}", false, "test.json").leaveOnTerminate());
+        assertFalse(ConfigLoader.dev().leaveOnTerminate());
+        assertFalse(ConfigLoader.parse("{\"data_dir\": \"/x\", \"server\": false, \"leave_on_terminate\": false}", false, "test.json")
+                .leaveOnTerminate(), "as set");
+        assertTrue(ConfigLoader.parse("{\"data_dir\": \"/x\", \"server\": true, \"leave_on_terminate\": true}", false, "test.json")
+                .leaveOnTerminate(), "as set");
+    }
+
+    @Test
     void when_services_and_checks_are_configured_then_they_are_read_as_consuls_definitions() {
         ConclaveConfig config = ConfigLoader.parse("""
                 {"data_dir": "/x", "service": {"name": "solo", "port": 1},
