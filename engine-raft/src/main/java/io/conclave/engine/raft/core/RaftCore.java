@@ -1146,8 +1146,29 @@ public final class RaftCore {
 
     private void broadcastAppend() {
         for (Progress pr : progress.values()) {
-            sendAppend(pr, false);
+            if (!sendAppend(pr, false)) {
+                bumpCommitIfOwed(pr);
+            }
         }
+    }
+
+    /**
+     * Tells a follower at once a commit index it has not been told up to its match (etcd's {@code CanBumpCommit}): when
+     * the commit moves past entries it already holds and nothing new goes to it, or when it acknowledges entries already
+     * committed. Otherwise it would learn it only with the next heartbeat, and a write forwarded through it would wait
+     * that long to be applied there. An append of no entries after its match: it needs nothing it may not hold yet, and
+     * it takes no place in the in-flight window. Not while its pipeline is full (the appends on their way carry the
+     * commit as far as they reach) nor while probing or sending a snapshot.
+     */
+    private void bumpCommitIfOwed(Progress pr) {
+        long owed = Math.min(pr.match, log.committed);
+        long matchTerm = log.term(pr.match);
+        if (pr.state != Progress.State.REPLICATE || pr.isPaused() || owed <= pr.commitSent || matchTerm < 0) {
+            return;
+        }
+        send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(pr.match, matchTerm)
+                .withCommit(log.committed).withContext(++appendsSent));
+        pr.commitSent = owed;
     }
 
     private void broadcastHeartbeat(long context) {
@@ -1155,6 +1176,7 @@ public final class RaftCore {
             long commit = config.has(RaftConfig.UnsafeBug.HEARTBEAT_COMMIT_NOT_CAPPED) ? log.committed : Math.min(pr.match, log.committed);
             send(Message.of(MessageType.HEARTBEAT, id, pr.id, term).withCommit(commit)
                     .withLog(log.committed, 0).withContext(context));
+            pr.commitSent = Math.max(pr.commitSent, Math.min(commit, pr.match));
         }
     }
 
@@ -1174,6 +1196,7 @@ public final class RaftCore {
         }
         send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(previousIndex, previousTerm)
                 .withEntries(entries).withCommit(log.committed).withContext(++appendsSent));
+        pr.commitSent = Math.max(pr.commitSent, Math.min(log.committed, previousIndex + entries.size()));
         pr.sent(previousIndex + entries.size(), entries.size());
         return true;
     }
@@ -1242,6 +1265,7 @@ public final class RaftCore {
                 }
             }
         }
+        bumpCommitIfOwed(pr); // it acknowledged entries already committed: tell it now, not at the next heartbeat
     }
 
     /** Where to probe after a rejection with a conflict hint (etcd's findConflictByTerm on the leader's log). */

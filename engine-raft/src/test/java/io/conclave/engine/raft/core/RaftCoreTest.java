@@ -395,6 +395,40 @@ class RaftCoreTest {
         assertEquals(2, a.metrics().readRoundsStarted() - roundsBefore);
     }
 
+    @Test
+    void when_a_follower_acknowledges_an_entry_already_committed_then_the_leader_sends_it_the_commit_index_at_once() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 12, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        int sentBefore = cluster.sentLog.size();
+        long index = ((ProposalOutcome.Appended) a.propose(1, DATA)).index();
+        cluster.processAll();
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND); // b and c hold the entry; their answers are queued
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND_RESPONSE && m.from().equals("b"));
+        assertEquals(index, a.commitIndex(), "committed with b's acknowledgement");
+        assertTrue(cluster.inFlight.stream().anyMatch(m -> m.to().equals("b") && m.type() == MessageType.APPEND && m.commit() >= index),
+                "b, whose acknowledgement committed the entry, is told the commit at once: " + cluster.inFlight);
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND_RESPONSE && m.from().equals("c"));
+        assertTrue(cluster.inFlight.stream().anyMatch(m -> m.to().equals("c") && m.type() == MessageType.APPEND && m.commit() >= index),
+                "c acknowledged an entry already committed: it is told the commit at once, not at the next heartbeat: " + cluster.inFlight);
+        cluster.deliverAll();
+        assertEquals(index, cluster.core("b").commitIndex(), "no tick: b learnt the commit from its bump");
+        assertEquals(index, cluster.core("c").commitIndex(), "no tick: c learnt the commit from its bump");
+        long bumps = cluster.sentLog.subList(sentBefore, cluster.sentLog.size()).stream()
+                .filter(m -> m.type() == MessageType.APPEND && m.entries().isEmpty()).count();
+        assertEquals(2L, bumps, "one bump per follower, no more");
+    }
+
+    /** Delivers the queued messages that match, once; what they cause is queued behind the others. */
+    private static void deliverMatching(CoreHarness cluster, java.util.function.Predicate<Message> which) {
+        List<Message> chosen = cluster.inFlight.stream().filter(which).toList();
+        cluster.inFlight.removeAll(chosen);
+        for (Message message : chosen) {
+            cluster.core(message.to()).step(message);
+        }
+        cluster.processAll();
+    }
+
     /** The heartbeats queued so far, taken out of flight; other messages are dropped. */
     private static List<Message> takeHeartbeats(CoreHarness cluster) {
         List<Message> heartbeats = cluster.inFlight.stream().filter(m -> m.type() == MessageType.HEARTBEAT).toList();
