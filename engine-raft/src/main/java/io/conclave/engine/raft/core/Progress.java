@@ -32,6 +32,12 @@ final class Progress {
     boolean heardFrom;
     /** Highest read context it acknowledged. */
     long readContextAcked;
+    /**
+     * The highest commit index this follower can have learnt from what the leader sent it: an append's commit as far as
+     * the entries it carried reach, a heartbeat's (capped at the match). Below {@code min(match, commit)}, the leader
+     * owes it the commit index ({@code RaftCore}'s commit bump, etcd's {@code CanBumpCommit}).
+     */
+    long commitSent;
     /** The follower's commit index, from its last heartbeat answer. */
     long followerCommit;
     /**

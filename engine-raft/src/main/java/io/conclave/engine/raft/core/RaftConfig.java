@@ -81,6 +81,8 @@ public record RaftConfig(
         READ_WITHOUT_HEARTBEAT_ROUND,
         /** ReadIndex is served before the new leader committed an entry of its term. */
         READ_BEFORE_OWN_TERM_COMMIT,
+        /** A read that arrives while a confirmation round is in flight joins that round, begun before it arrived. */
+        READ_JOINS_ROUND_IN_FLIGHT,
         /** A configuration change may be proposed while another is uncommitted. */
         TWO_CHANGES_AT_ONCE,
         /** A heartbeat tells a follower the leader's commit even past what the follower is known to match. */

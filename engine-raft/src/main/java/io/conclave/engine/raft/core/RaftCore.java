@@ -90,7 +90,10 @@ public final class RaftCore {
     private final ArrayDeque<HeldProposal> held = new ArrayDeque<>();
     private final ArrayDeque<PendingRead> pendingReads = new ArrayDeque<>();
     private final ArrayDeque<Long> readsAwaitingCommit = new ArrayDeque<>();
+    /** The read context of the newest confirmation round started: each round's heartbeats carry it, and answers echo it. */
     private long readContext;
+    /** Round {@link #readContext} is started and not yet confirmed by a quorum: reads that arrive now wait for the next. */
+    private boolean readRoundInFlight;
 
     /** Whether a committed configuration has ever held this server. */
     private boolean memberOfCommitted;
@@ -382,7 +385,10 @@ public final class RaftCore {
 
     /**
      * Asks for a linearizable read (ReadIndex, thesis 6.4). A {@link ReadState} with this id comes in a later
-     * Ready once a quorum confirmed this server still leads; serve the read once that index is applied.
+     * Ready once a quorum confirmed this server still leads, in a round of heartbeats that began after the read arrived;
+     * serve the read once that index is applied. Reads are batched: a read that arrives while a round is in flight
+     * waits for the next one, which starts as soon as that round is confirmed, and one round serves every read that
+     * arrived before it began. No lease: no clock decides a read.
      */
     public ProposalOutcome readIndex(long requestId) {
         ProposalOutcome refusal = refuseUnlessLeader(requestId);
@@ -683,6 +689,7 @@ public final class RaftCore {
             outcomes.add(new ProposalOutcome.Refused(read.requestId(), ProposalOutcome.Reason.NOT_LEADER, newLeader));
         }
         pendingReads.clear();
+        readRoundInFlight = false;
         for (Long read : readsAwaitingCommit) {
             outcomes.add(new ProposalOutcome.Refused(read, ProposalOutcome.Reason.NOT_LEADER, newLeader));
         }
@@ -1139,8 +1146,29 @@ public final class RaftCore {
 
     private void broadcastAppend() {
         for (Progress pr : progress.values()) {
-            sendAppend(pr, false);
+            if (!sendAppend(pr, false)) {
+                bumpCommitIfOwed(pr);
+            }
         }
+    }
+
+    /**
+     * Tells a follower at once a commit index it has not been told up to its match (etcd's {@code CanBumpCommit}): when
+     * the commit moves past entries it already holds and nothing new goes to it, or when it acknowledges entries already
+     * committed. Otherwise it would learn it only with the next heartbeat, and a write forwarded through it would wait
+     * that long to be applied there. An append of no entries after its match: it needs nothing it may not hold yet, and
+     * it takes no place in the in-flight window. Not while its pipeline is full (the appends on their way carry the
+     * commit as far as they reach) nor while probing or sending a snapshot.
+     */
+    private void bumpCommitIfOwed(Progress pr) {
+        long owed = Math.min(pr.match, log.committed);
+        long matchTerm = log.term(pr.match);
+        if (pr.state != Progress.State.REPLICATE || pr.isPaused() || owed <= pr.commitSent || matchTerm < 0) {
+            return;
+        }
+        send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(pr.match, matchTerm)
+                .withCommit(log.committed).withContext(++appendsSent));
+        pr.commitSent = owed;
     }
 
     private void broadcastHeartbeat(long context) {
@@ -1148,6 +1176,7 @@ public final class RaftCore {
             long commit = config.has(RaftConfig.UnsafeBug.HEARTBEAT_COMMIT_NOT_CAPPED) ? log.committed : Math.min(pr.match, log.committed);
             send(Message.of(MessageType.HEARTBEAT, id, pr.id, term).withCommit(commit)
                     .withLog(log.committed, 0).withContext(context));
+            pr.commitSent = Math.max(pr.commitSent, Math.min(commit, pr.match));
         }
     }
 
@@ -1167,6 +1196,7 @@ public final class RaftCore {
         }
         send(Message.of(MessageType.APPEND, id, pr.id, term).withLog(previousIndex, previousTerm)
                 .withEntries(entries).withCommit(log.committed).withContext(++appendsSent));
+        pr.commitSent = Math.max(pr.commitSent, Math.min(log.committed, previousIndex + entries.size()));
         pr.sent(previousIndex + entries.size(), entries.size());
         return true;
     }
@@ -1235,6 +1265,7 @@ public final class RaftCore {
                 }
             }
         }
+        bumpCommitIfOwed(pr); // it acknowledged entries already committed: tell it now, not at the next heartbeat
     }
 
     /** Where to probe after a rejection with a conflict hint (etcd's findConflictByTerm on the leader's log). */
@@ -1315,7 +1346,7 @@ public final class RaftCore {
         noteCommittedConfiguration(true);
         if (role == Role.LEADER && committedInCurrentTerm()) {
             while (!readsAwaitingCommit.isEmpty()) {
-                startRead(readsAwaitingCommit.removeFirst());
+                startRead(readsAwaitingCommit.removeFirst()); // the first starts a round, which serves them all
             }
         }
     }
@@ -1366,38 +1397,65 @@ public final class RaftCore {
         return new ProposalOutcome.Appended(requestId, entry.index(), term);
     }
 
+    /**
+     * Queues a read for the next confirmation round, and starts that round unless one is in flight. A read may join
+     * only a round that begins after it arrived: the heartbeats of a round sent before may have been answered by a
+     * quorum before another leader was elected and committed a write this read must see.
+     */
     private void startRead(long requestId) {
         ClusterConfiguration configuration = log.latestConfiguration();
         if ((configuration.voterCount() == 1 && configuration.isVoter(id)) || config.has(RaftConfig.UnsafeBug.READ_WITHOUT_HEARTBEAT_ROUND)) {
             readStates.add(new ReadState(requestId, log.committed));
             return;
         }
+        boolean joinRoundInFlight = readRoundInFlight && config.has(RaftConfig.UnsafeBug.READ_JOINS_ROUND_IN_FLIGHT);
+        pendingReads.addLast(new PendingRead(requestId, log.committed, joinRoundInFlight ? readContext : readContext + 1));
+        startReadRoundIfDue();
+    }
+
+    /** Starts the next confirmation round when reads wait for it and no round is in flight. */
+    private void startReadRoundIfDue() {
+        if (readRoundInFlight || pendingReads.isEmpty() || pendingReads.peekLast().context() <= readContext) {
+            return;
+        }
         readContext++;
-        pendingReads.addLast(new PendingRead(requestId, log.committed, readContext));
+        readRoundInFlight = true;
+        metrics.readRoundsStarted++;
         broadcastHeartbeat(readContext);
     }
 
+    /** Serves the reads of every round a quorum confirmed; once the round in flight is, starts the next for those waiting. */
     private void releaseConfirmedReads() {
-        List<Server> voters = log.latestConfiguration().voters();
-        while (!pendingReads.isEmpty()) {
-            PendingRead read = pendingReads.peekFirst();
-            int acknowledged = 0;
-            for (Server voter : voters) {
-                if (voter.id().equals(id)) {
-                    acknowledged++;
-                } else {
-                    Progress pr = progress.get(voter.id());
-                    if (pr != null && pr.readContextAcked >= read.context()) {
-                        acknowledged++;
-                    }
-                }
-            }
-            if (acknowledged < quorum(voters.size())) {
-                return;
-            }
-            pendingReads.removeFirst();
+        long confirmed = confirmedReadContext();
+        while (!pendingReads.isEmpty() && pendingReads.peekFirst().context() <= confirmed) {
+            PendingRead read = pendingReads.removeFirst();
             readStates.add(new ReadState(read.requestId(), read.index()));
+            metrics.readsConfirmed++;
         }
+        if (readRoundInFlight && confirmed >= readContext) {
+            readRoundInFlight = false;
+            startReadRoundIfDue();
+        }
+    }
+
+    /** The newest read context a quorum of the latest configuration's voters acknowledged (this leader: all it sent). */
+    private long confirmedReadContext() {
+        List<Server> voters = log.latestConfiguration().voters();
+        if (voters.isEmpty()) {
+            return 0;
+        }
+        long[] acknowledged = new long[voters.size()];
+        for (int i = 0; i < voters.size(); i++) {
+            String voter = voters.get(i).id();
+            if (voter.equals(id)) {
+                acknowledged[i] = readContext;
+            } else {
+                Progress pr = progress.get(voter);
+                acknowledged[i] = pr == null ? 0 : pr.readContextAcked;
+            }
+        }
+        java.util.Arrays.sort(acknowledged);
+        return acknowledged[acknowledged.length - quorum(acknowledged.length)];
     }
 
     // ---------------------------------------------------------------- leadership transfer and leave

@@ -20,6 +20,8 @@ public final class RaftMetrics {
     long electionsOnTimeout;
     long electionsOnEvidence;
     long electionsOnTransfer;
+    long readRoundsStarted;
+    long readsConfirmed;
     final Map<CoreEvent.RefusalReason, Long> votesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
     final Map<CoreEvent.RefusalReason, Long> preVotesRefused = new EnumMap<>(CoreEvent.RefusalReason.class);
 
@@ -63,6 +65,18 @@ public final class RaftMetrics {
 
     public long electionsOnTransfer() {
         return electionsOnTransfer;
+    }
+
+    /**
+     * ReadIndex confirmation rounds this server started while leading, and the reads they confirmed: one round serves
+     * every read that arrived before it began, so under load there are far fewer rounds than reads.
+     */
+    public long readRoundsStarted() {
+        return readRoundsStarted;
+    }
+
+    public long readsConfirmed() {
+        return readsConfirmed;
     }
 
     public long proposalsCommitted() {

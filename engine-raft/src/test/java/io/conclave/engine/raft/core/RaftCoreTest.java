@@ -357,6 +357,102 @@ class RaftCoreTest {
     }
 
     @Test
+    void when_reads_arrive_while_a_confirmation_round_is_in_flight_then_they_wait_for_the_next_round_which_starts_once_it_is_confirmed() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 9, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        assertEquals(a.term(), a.termAt(a.commitIndex()), "the leader committed an entry of its term");
+        long commit = a.commitIndex();
+        long roundsBefore = a.metrics().readRoundsStarted();
+        cluster.inFlight.clear();
+        cluster.readStates.clear();
+
+        assertInstanceOf(ProposalOutcome.Held.class, a.readIndex(1));
+        cluster.processAll();
+        List<Message> first = takeHeartbeats(cluster);
+        assertEquals(2, first.size(), "the first read starts a round at once: a heartbeat to each follower");
+        long firstContext = first.get(0).context();
+
+        a.readIndex(2);
+        a.readIndex(3);
+        cluster.processAll();
+        assertEquals(List.of(), takeHeartbeats(cluster), "no round starts while one is in flight");
+
+        answer(cluster, first, "b"); // with the leader, a quorum confirmed the first round
+        assertEquals(List.of(new ReadState(1, commit)), cluster.readStates,
+                "the first round serves the read that arrived before it began, and only that one");
+        List<Message> second = takeHeartbeats(cluster);
+        assertEquals(2, second.size(), "the next round starts as soon as the first is confirmed, not at the next heartbeat");
+        assertTrue(second.get(0).context() > firstContext);
+
+        answer(cluster, first, "c"); // a late answer to the first round confirms nothing more
+        assertEquals(1, cluster.readStates.size(), "reads that arrived during a round wait for a round that began after them");
+
+        answer(cluster, second, "c");
+        assertEquals(List.of(new ReadState(1, commit), new ReadState(2, commit), new ReadState(3, commit)), cluster.readStates,
+                "one round serves every read that arrived before it began");
+        assertEquals(List.of(), takeHeartbeats(cluster), "no read waits: no further round");
+        assertEquals(2, a.metrics().readRoundsStarted() - roundsBefore);
+    }
+
+    @Test
+    void when_a_follower_acknowledges_an_entry_already_committed_then_the_leader_sends_it_the_commit_index_at_once() {
+        CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 12, "a", "b", "c");
+        cluster.elect("a");
+        RaftCore a = cluster.core("a");
+        int sentBefore = cluster.sentLog.size();
+        long index = ((ProposalOutcome.Appended) a.propose(1, DATA)).index();
+        cluster.processAll();
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND); // b and c hold the entry; their answers are queued
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND_RESPONSE && m.from().equals("b"));
+        assertEquals(index, a.commitIndex(), "committed with b's acknowledgement");
+        assertTrue(cluster.inFlight.stream().anyMatch(m -> m.to().equals("b") && m.type() == MessageType.APPEND && m.commit() >= index),
+                "b, whose acknowledgement committed the entry, is told the commit at once: " + cluster.inFlight);
+        deliverMatching(cluster, m -> m.type() == MessageType.APPEND_RESPONSE && m.from().equals("c"));
+        assertTrue(cluster.inFlight.stream().anyMatch(m -> m.to().equals("c") && m.type() == MessageType.APPEND && m.commit() >= index),
+                "c acknowledged an entry already committed: it is told the commit at once, not at the next heartbeat: " + cluster.inFlight);
+        cluster.deliverAll();
+        assertEquals(index, cluster.core("b").commitIndex(), "no tick: b learnt the commit from its bump");
+        assertEquals(index, cluster.core("c").commitIndex(), "no tick: c learnt the commit from its bump");
+        long bumps = cluster.sentLog.subList(sentBefore, cluster.sentLog.size()).stream()
+                .filter(m -> m.type() == MessageType.APPEND && m.entries().isEmpty()).count();
+        assertEquals(2L, bumps, "one bump per follower, no more");
+    }
+
+    /** Delivers the queued messages that match, once; what they cause is queued behind the others. */
+    private static void deliverMatching(CoreHarness cluster, java.util.function.Predicate<Message> which) {
+        List<Message> chosen = cluster.inFlight.stream().filter(which).toList();
+        cluster.inFlight.removeAll(chosen);
+        for (Message message : chosen) {
+            cluster.core(message.to()).step(message);
+        }
+        cluster.processAll();
+    }
+
+    /** The heartbeats queued so far, taken out of flight; other messages are dropped. */
+    private static List<Message> takeHeartbeats(CoreHarness cluster) {
+        List<Message> heartbeats = cluster.inFlight.stream().filter(m -> m.type() == MessageType.HEARTBEAT).toList();
+        cluster.inFlight.clear();
+        return heartbeats;
+    }
+
+    /** Delivers {@code follower}'s heartbeat of {@code round}, then its answer to the leader; other messages stay queued. */
+    private static void answer(CoreHarness cluster, List<Message> round, String follower) {
+        Message heartbeat = round.stream().filter(m -> m.to().equals(follower)).findFirst().orElseThrow();
+        List<Message> queued = new java.util.ArrayList<>(cluster.inFlight);
+        cluster.inFlight.clear();
+        cluster.core(follower).step(heartbeat);
+        cluster.processAll();
+        List<Message> answers = new java.util.ArrayList<>(cluster.inFlight);
+        cluster.inFlight.clear();
+        cluster.inFlight.addAll(queued);
+        for (Message message : answers) {
+            cluster.core(message.to()).step(message);
+        }
+        cluster.processAll();
+    }
+
+    @Test
     void when_a_new_leader_has_not_committed_in_its_term_then_configuration_changes_are_refused() {
         CoreHarness cluster = new CoreHarness(RaftConfig.defaults(), 10, "a", "b", "c");
         RaftCore a = cluster.core("a");

@@ -3,6 +3,7 @@ package io.conclave.engine.raft.sim;
 import io.conclave.testsupport.ClientOp;
 import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.engine.raft.core.ConfigChange;
+import io.conclave.engine.raft.core.MessageType;
 import io.conclave.engine.raft.core.ProposalOutcome;
 import io.conclave.engine.raft.core.RaftConfig;
 import java.util.ArrayList;
@@ -203,6 +204,88 @@ final class ScriptedCounterexamples {
         sim.restart(l2);
         sim.runFor(5_000); // L1 learns w is committed; with the bug it already told its client otherwise
         return answeredEarly ? ReplacedWrite.ANSWERED_EARLY : ReplacedWrite.UNDECIDED_THEN_COMMITTED;
+    }
+
+    /** How {@link #readJoiningAnEarlierRound} went. */
+    enum RoundJoined {
+        /** The timing of this seed did not set the scene up. */
+        NOT_REACHED,
+        /** The deposed leader served the read from the round that began before it arrived (the bug). */
+        SERVED_FROM_EARLIER_ROUND,
+        /** The read waited for a round that began after it arrived, which the deposed leader could not complete (the rule). */
+        WAITED_FOR_A_LATER_ROUND
+    }
+
+    /**
+     * A batched ReadIndex that lets a read join the confirmation round in flight serves stale data, in three servers
+     * without check-quorum (so the old leader keeps leading while cut off; ReadIndex must not depend on it): leader L
+     * writes v1; a read r0 starts a round whose answers from follower A are held in the network, and L is cut off from
+     * B; L is then cut off entirely, A and B elect a new leader, which writes v2 and answers. A read r1 of the key
+     * arrives at L while r0's round is still in flight; then A's held answers, given before the election, reach L. They
+     * confirm r0's round, begun before r1 arrived: with the bug r1 is served too, from L's state — v1 after v2
+     * was answered, which the linearizability checker fails. By the rule r1 waits for the next round, which L, cut off,
+     * never completes, and is refused once L learns of the new term.
+     */
+    static RoundJoined readJoiningAnEarlierRound(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(3)
+                .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs).withCheckQuorum(false)).build();
+        SimNode leader = sim.awaitLeader(10_000);
+        sim.runFor(500);
+        List<SimNode> others = others(sim, leader);
+        SimNode a = others.get(0);
+        SimNode b = others.get(1);
+        if (!perform(sim, leader, new ClientOp(1, ClientOp.Kind.PUT, "k", "v1", null, sim.now()))) {
+            return RoundJoined.NOT_REACHED;
+        }
+        sim.blockOneWay(leader, b);
+        sim.blockOneWay(b, leader);
+        sim.network.hold(a.id, leader.id, MessageType.HEARTBEAT_RESPONSE);
+        ClientOp first = new ClientOp(2, ClientOp.Kind.GET, "k", null, null, sim.now());
+        long firstRequest = sim.scriptedRequest(leader, first);
+        if (!sim.runUntil(() -> sim.network.heldCount() > 0, 1_000)) {
+            return RoundJoined.NOT_REACHED;
+        }
+        sim.isolate(leader);
+        if (!sim.runUntil(() -> a.isLeader() || b.isLeader(), 10_000)) {
+            return RoundJoined.NOT_REACHED;
+        }
+        SimNode newLeader = a.isLeader() ? a : b;
+        if (!perform(sim, newLeader, new ClientOp(3, ClientOp.Kind.PUT, "k", "v2", null, sim.now()))
+                || !leader.isLeader() || sim.scriptedAnswer(firstRequest) != null) {
+            return RoundJoined.NOT_REACHED;
+        }
+        sim.runFor(5); // the read is invoked strictly after v2 was answered
+        ClientOp late = new ClientOp(4, ClientOp.Kind.GET, "k", null, null, sim.now());
+        long lateRequest = sim.scriptedRequest(leader, late);
+        sim.unblock(a, leader); // only A's held answers: L stays cut off from everyone else
+        sim.network.release();
+        sim.runFor(50);
+        RoundJoined outcome = recordIfServed(sim, lateRequest, late) ? RoundJoined.SERVED_FROM_EARLIER_ROUND
+                : RoundJoined.WAITED_FOR_A_LATER_ROUND;
+        recordIfServed(sim, firstRequest, first);
+        sim.heal();
+        sim.runFor(3_000);
+        sim.checkLinearizable();
+        return outcome;
+    }
+
+    /** Sends {@code op} to {@code node} and runs until it is answered, recording it when it succeeded; returns whether it did. */
+    private static boolean perform(Simulation sim, SimNode node, ClientOp op) {
+        long request = sim.scriptedRequest(node, op);
+        sim.runUntil(() -> sim.scriptedAnswer(request) != null, 2_000);
+        return recordIfServed(sim, request, op);
+    }
+
+    /** Records {@code op} in the history, answered now, when its answer came and was a success; returns whether it was. */
+    private static boolean recordIfServed(Simulation sim, long request, ClientOp op) {
+        SimClient.Answer answer = sim.scriptedAnswer(request);
+        if (answer == null || answer.kind() != SimClient.Answer.Kind.OK) {
+            return false;
+        }
+        op.returnTime = sim.now();
+        op.output = answer.output();
+        sim.record(op);
+        return true;
     }
 
     private static List<SimNode> others(Simulation sim, SimNode leader) {

@@ -2,7 +2,9 @@ package io.conclave.engine.raft.sim;
 
 import io.conclave.engine.raft.core.Message;
 import io.conclave.engine.raft.core.MessageType;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 
@@ -30,6 +32,9 @@ final class SimNetwork {
     int snapshotChunkBytes = 1024;
     long delivered;
     long dropped;
+    /** The link and type {@link #hold} holds back ("from>to:TYPE"), or {@code null}. */
+    private String holding;
+    private final List<Message> held = new ArrayList<>();
 
     SimNetwork(Simulation simulation, Random random) {
         this.simulation = simulation;
@@ -48,6 +53,28 @@ final class SimNetwork {
         blocked.clear();
     }
 
+    /**
+     * Holds back every message of {@code type} from {@code from} to {@code to} sent from now on, until {@link #release}:
+     * a link that delivers late, at the moment a scripted test chooses (a congested link, a stalled buffer).
+     */
+    void hold(String from, String to, MessageType type) {
+        holding = from + ">" + to + ":" + type;
+    }
+
+    /** How many messages {@link #hold} holds back now. */
+    int heldCount() {
+        return held.size();
+    }
+
+    /** Stops holding, and delivers what was held, in order, now (each link checked at delivery, as always). */
+    void release() {
+        holding = null;
+        for (Message message : held) {
+            simulation.schedule(0, () -> deliver(message, null));
+        }
+        held.clear();
+    }
+
     boolean linkUp(String from, String to) {
         return !blocked.contains(from + ">" + to);
     }
@@ -62,6 +89,10 @@ final class SimNetwork {
         byte[] content = message.type() == MessageType.INSTALL_SNAPSHOT ? from.snapshotContent(message.snapshot()) : null;
         if (message.type() == MessageType.INSTALL_SNAPSHOT && content == null) {
             dropped++;
+            return;
+        }
+        if (holding != null && holding.equals(message.from() + ">" + message.to() + ":" + message.type()) && linkUp(message.from(), message.to())) {
+            held.add(message);
             return;
         }
         int copies = random.nextDouble() < duplicateRate ? 2 : 1;
