@@ -69,7 +69,7 @@ start_conclave() {
     cat > "$work/c$i.json" <<JSON
 {"node_name": "c$i", "server": true, "data_dir": "$work/conclave/c$i", "bootstrap_expect": 3,
  "static_servers": ["127.0.0.1:24300", "127.0.0.1:24301", "127.0.0.1:24302"],
- "ports": {"http": 2450$i, "server": 2430$i, "serf_lan": 0}}
+ "ports": {"http": 2450$i, "server": 2430$i, "serf_lan": 0, "dns": -1}}
 JSON
     "$dist/bin/conclave" agent -config-file "$work/c$i.json" > "$out/conclave-c$i.log" 2>&1 &
     pids+=($!)

@@ -62,7 +62,7 @@ conclave_config() { # i store
 {"node_name": "c$1", "data_dir": "$work/conclave/c$1", "bootstrap_expect": 3,
  "retry_join": ["127.0.0.1:24600", "127.0.0.1:24601", "127.0.0.1:24602"],
  "plugins": {"state_store": "$2"}, "autopilot": {"server_stabilization_time": "1s"},
- "ports": {"http": 2450$1, "server": 2430$1, "serf_lan": 2460$1}}
+ "ports": {"http": 2450$1, "server": 2430$1, "serf_lan": 2460$1, "dns": -1}}
 JSON
 }
 conclave_start() { # i store label
