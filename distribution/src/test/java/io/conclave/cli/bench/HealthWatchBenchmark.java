@@ -57,6 +57,12 @@ class HealthWatchBenchmark {
     private static final Duration WAKE_DEADLINE = Duration.ofSeconds(30);
     /** Between a change's last answer and the next change, once every watcher asked again: its request on the server. */
     private static final long SETTLE_MILLIS = 500;
+    /**
+     * Parameters added to every watcher's query ({@code -Dhealth.bench.parameters=stale}: {@code &stale}): a default
+     * (leader-consistent) query pays a ReadIndex round each time it is asked, a stale one none.
+     */
+    private static final String EXTRA_PARAMETERS = System.getProperty("health.bench.parameters", "").isBlank() ? ""
+            : "&" + System.getProperty("health.bench.parameters");
 
     /** One watcher: asks, waits for its answer, records it, asks again past the answer's index. */
     private static final class Watcher {
@@ -101,7 +107,7 @@ class HealthWatchBenchmark {
                 return;
             }
             armed.incrementAndGet();
-            client.send(HttpMethod.GET, port, WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT, null).onComplete(result -> {
+            client.send(HttpMethod.GET, port, WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT + EXTRA_PARAMETERS, null).onComplete(result -> {
                 armed.decrementAndGet();
                 if (!running) {
                     return;
@@ -157,7 +163,8 @@ class HealthWatchBenchmark {
         int servers = Integer.getInteger("health.bench.servers", 3);
         boolean onLeader = "leader".equals(System.getProperty("health.bench.watched", "follower"));
         GossipCluster cluster = new GossipCluster();
-        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s, %d s windows, %d changes a run%n"
+        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s, %d s windows, %d changes a run, query "
+                        + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
                         + "run  baseline_cpu_%%  watchers_cpu_%%  extra_%%_of_a_core  wake_p50_ms  wake_p99_ms  wake_max_ms  from_send_p50_ms"
                         + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  load_avg%n",
                 servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", seconds, changes));
