@@ -1,0 +1,277 @@
+package io.conclave.cli.bench;
+
+import static io.conclave.cli.bench.BenchFigures.millis;
+
+import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.GossipCluster;
+import io.conclave.cli.harness.Http;
+import io.vertx.core.http.HttpMethod;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Blocking health queries (issue 38), measured on servers from the distribution: {@code W} idle watchers (1,000 by
+ * default) on {@code /v1/health/service/web?index=N&wait=5m} against one server, and what they cost it and how fast a
+ * change reaches them.
+ *
+ * <p>Three servers on loopback (or {@code -Dhealth.bench.servers=1}); the service {@code web} has three instances, each on
+ * a node of its own, registered through {@code /v1/catalog/register} with a passing check. The watchers hold a
+ * connection each (Vert.x's client, one JVM: this one) to the <em>watched</em> server, a follower by default
+ * ({@code -Dhealth.bench.watched=leader} for the leader). Each run, on the same cluster:
+ * <ol>
+ * <li><b>baseline</b>: the watched server's CPU time (user + system, {@code /proc/PID/stat}) over {@code S} seconds
+ *     (60 by default) with no watcher;</li>
+ * <li><b>idle watchers</b>: the watchers are armed (each has its answer's index, and waits past it), then the same
+ *     measure over {@code S} seconds while nothing changes; the difference is their cost, in percent of one core;</li>
+ * <li><b>wakes</b>: {@code C} changes (20 by default), one every second or so once every watcher is armed again: the
+ *     status of {@code web-1}'s check flipped between passing and warning by a catalog register sent to the leader; for
+ *     each watcher, from the write's acknowledgement (the leader's 200 {@code true}, once applied there) to its answer
+ *     (which must show the new status), and from the write's sending too;</li>
+ * <li><b>unrelated changes</b>: a service {@code db} registered and a KV key written: how many watchers answered (0 is
+ *     right: a watch on {@code web} is woken by changes to {@code web} only).</li>
+ * </ol>
+ * The watchers are closed between runs (their connections with them), so each baseline has none.
+ *
+ * <p>Not part of the normal build: {@code bench/health-watch-bench.sh}, or
+ * {@code mvn -B -pl distribution -am verify -Phealth-watch-bench -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false}
+ * ({@code -Dhealth.bench.watchers=W -Dhealth.bench.seconds=S -Dhealth.bench.runs=R -Dhealth.bench.changes=C});
+ * figures in {@code distribution/target/health-watch-benchmark.txt}.
+ */
+class HealthWatchBenchmark {
+
+    private static final String WATCHED_PATH = "/v1/health/service/web";
+    /** How long an armed watcher waits: longer than any measurement window, so none times out inside one. */
+    private static final String WAIT = "5m";
+    /** How long every watcher's answer to one change may take before the run fails: far above any latency measured. */
+    private static final Duration WAKE_DEADLINE = Duration.ofSeconds(30);
+    /** Between a change's last answer and the next change, once every watcher asked again: its request on the server. */
+    private static final long SETTLE_MILLIS = 500;
+    /**
+     * Parameters added to every watcher's query ({@code -Dhealth.bench.parameters=stale}: {@code &stale}): a default
+     * (leader-consistent) query pays a ReadIndex round each time it is asked, a stale one none.
+     */
+    private static final String EXTRA_PARAMETERS = System.getProperty("health.bench.parameters", "").isBlank() ? ""
+            : "&" + System.getProperty("health.bench.parameters");
+
+    /** One watcher: asks, waits for its answer, records it, asks again past the answer's index. */
+    private static final class Watcher {
+        final int number;
+        volatile long index;
+        volatile String lastBody = "";
+
+        Watcher(int number) {
+            this.number = number;
+        }
+    }
+
+    /** An answer to a watcher: when it came, and whether it showed a warning. */
+    private record Wake(int watcher, long answeredNanos, boolean warning, long index) {
+    }
+
+    /** The watchers of one run: armed again after every answer until closed. */
+    private static final class Watchers implements AutoCloseable {
+        final LoadClient client;
+        final int port;
+        final List<Watcher> all = new ArrayList<>();
+        final ConcurrentLinkedQueue<Wake> wakes = new ConcurrentLinkedQueue<>();
+        /** Watchers whose request is out (sent, not answered). */
+        final AtomicInteger armed = new AtomicInteger();
+        final AtomicLong errors = new AtomicLong();
+        final ConcurrentLinkedQueue<String> errorSamples = new ConcurrentLinkedQueue<>();
+        volatile boolean running = true;
+
+        Watchers(int count, int port, long index) {
+            this.client = new LoadClient(count + 8, 2);
+            this.port = port;
+            for (int i = 0; i < count; i++) {
+                Watcher watcher = new Watcher(i);
+                watcher.index = index;
+                all.add(watcher);
+                arm(watcher);
+            }
+        }
+
+        void arm(Watcher watcher) {
+            if (!running) {
+                return;
+            }
+            armed.incrementAndGet();
+            client.send(HttpMethod.GET, port, WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT + EXTRA_PARAMETERS, null).onComplete(result -> {
+                armed.decrementAndGet();
+                if (!running) {
+                    return;
+                }
+                if (result.failed() || result.result().status() != 200) {
+                    errors.incrementAndGet();
+                    if (errorSamples.size() < 5) {
+                        errorSamples.add(result.failed() ? result.cause().toString() : result.result().status() + " " + result.result().text());
+                    }
+                    return; // not asked again: the run counts it as an error and fails
+                }
+                LoadClient.Answer answer = result.result();
+                String body = answer.text();
+                wakes.add(new Wake(watcher.number, answer.answeredNanos(), body.contains("\"warning\""), answer.index()));
+                watcher.index = answer.index();
+                watcher.lastBody = body;
+                arm(watcher);
+            });
+        }
+
+        @Override
+        public void close() {
+            running = false;
+            client.close();
+        }
+    }
+
+    private static String registration(String node, int instance, String status) {
+        return "{\"Node\": \"" + node + "\", \"Address\": \"10.1.0." + instance + "\", \"Service\": {\"ID\": \"web-" + instance
+                + "\", \"Service\": \"web\", \"Port\": 8080}, \"Check\": {\"CheckID\": \"service:web-" + instance + "\", \"Name\": \"web-"
+                + instance + "\", \"Status\": \"" + status + "\", \"ServiceID\": \"web-" + instance + "\"}}";
+    }
+
+    private static void put(int port, String path, String body) throws Exception {
+        HttpResponse<String> response = Http.call("PUT", port, path, body);
+        if (response.statusCode() != 200 || !response.body().trim().equals("true")) {
+            throw new AssertionError("PUT " + path + " answered " + response.statusCode() + ": " + response.body());
+        }
+    }
+
+    private static long index(int port) throws Exception {
+        HttpResponse<String> response = Http.call("GET", port, WATCHED_PATH, null);
+        return Long.parseLong(response.headers().firstValue("X-Consul-Index").orElseThrow());
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.MINUTES) // a benchmark, outside the normal build
+    void idle_watchers_cost_and_wake_latency(@TempDir Path work) throws Exception {
+        int watcherCount = Integer.getInteger("health.bench.watchers", 1000);
+        int seconds = Integer.getInteger("health.bench.seconds", 60);
+        int runs = Integer.getInteger("health.bench.runs", 3);
+        int changes = Integer.getInteger("health.bench.changes", 20);
+        int servers = Integer.getInteger("health.bench.servers", 3);
+        boolean onLeader = "leader".equals(System.getProperty("health.bench.watched", "follower"));
+        GossipCluster cluster = new GossipCluster();
+        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s, %d s windows, %d changes a run, query "
+                        + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
+                        + "run  baseline_cpu_%%  watchers_cpu_%%  extra_%%_of_a_core  wake_p50_ms  wake_p99_ms  wake_max_ms  from_send_p50_ms"
+                        + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  load_avg%n",
+                servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", seconds, changes));
+        List<Double> baselines = new ArrayList<>();
+        List<Double> extras = new ArrayList<>();
+        List<Double> p50s = new ArrayList<>();
+        List<Double> p99s = new ArrayList<>();
+        List<Double> sendP99s = new ArrayList<>();
+        List<Long> unrelatedTotal = new ArrayList<>();
+        try {
+            List<GossipCluster.Node> nodes = cluster.cluster(work, servers, "");
+            GossipCluster.Node leader = cluster.awaitLeader(nodes);
+            GossipCluster.Node watched = onLeader || servers == 1 ? leader : nodes.stream().filter(node -> node != leader).findFirst().orElseThrow();
+            for (int instance = 1; instance <= 3; instance++) {
+                put(leader.http, "/v1/catalog/register", registration("web-node-" + instance, instance, "passing"));
+            }
+            long pid = watched.process.process.pid();
+            boolean warning = false;
+            for (int run = 1; run <= runs; run++) {
+                long before = BenchFigures.cpuMillis(pid);
+                long start = System.nanoTime();
+                pause(seconds * 1000L);
+                double baseline = percentOfCore(BenchFigures.cpuMillis(pid) - before, System.nanoTime() - start);
+
+                Watchers watchers = new Watchers(watcherCount, watched.http, index(watched.http));
+                try {
+                    AgentProcess.awaitCondition(() -> "every watcher armed (" + watchers.armed.get() + " of " + watcherCount + ", errors "
+                            + watchers.errors.get() + " " + watchers.errorSamples + ")", Duration.ofSeconds(60),
+                            () -> watchers.armed.get() == watcherCount && watchers.wakes.isEmpty() && watchers.errors.get() == 0);
+                    pause(5_000); // every request received and parked by the server before the window starts
+                    before = BenchFigures.cpuMillis(pid);
+                    start = System.nanoTime();
+                    pause(seconds * 1000L);
+                    double idle = percentOfCore(BenchFigures.cpuMillis(pid) - before, System.nanoTime() - start);
+                    if (!watchers.wakes.isEmpty() || watchers.errors.get() > 0) {
+                        throw new AssertionError("idle watchers answered " + watchers.wakes.size() + " times with nothing changed; errors "
+                                + watchers.errors.get() + " " + watchers.errorSamples);
+                    }
+
+                    List<Double> fromAck = new ArrayList<>();
+                    List<Double> fromSend = new ArrayList<>();
+                    List<Double> acks = new ArrayList<>();
+                    for (int change = 0; change < changes; change++) {
+                        warning = !warning;
+                        watchers.wakes.clear();
+                        long sent = System.nanoTime();
+                        put(leader.http, "/v1/catalog/register", registration("web-node-1", 1, warning ? "warning" : "passing"));
+                        long acknowledged = System.nanoTime();
+                        acks.add((acknowledged - sent) / 1e6);
+                        AgentProcess.awaitCondition(() -> "every watcher's answer to change " + watchers.wakes.size() + " of " + watcherCount
+                                + ", errors " + watchers.errorSamples, WAKE_DEADLINE, () -> watchers.wakes.size() >= watcherCount);
+                        boolean expected = warning;
+                        for (Wake wake : watchers.wakes) {
+                            if (wake.warning() != expected) {
+                                throw new AssertionError("watcher " + wake.watcher() + " answered at index " + wake.index()
+                                        + " without the change (warning expected: " + expected + ")");
+                            }
+                            fromAck.add((wake.answeredNanos() - acknowledged) / 1e6);
+                            fromSend.add((wake.answeredNanos() - sent) / 1e6);
+                        }
+                        AgentProcess.awaitCondition("every watcher asking again", WAKE_DEADLINE, () -> watchers.armed.get() == watcherCount);
+                        pause(SETTLE_MILLIS);
+                    }
+
+                    watchers.wakes.clear();
+                    put(leader.http, "/v1/catalog/register", "{\"Node\": \"db-node-" + run + "\", \"Address\": \"10.2.0." + run
+                            + "\", \"Service\": {\"ID\": \"db-" + run + "\", \"Service\": \"db\", \"Port\": 5432}}");
+                    put(leader.http, "/v1/kv/health-bench/run-" + run, "unrelated");
+                    pause(2_000); // the watchers' answers to these would have come within it (the changes' p99 is far below)
+                    long unrelated = watchers.wakes.size();
+
+                    double p50 = BenchFigures.percentile(fromAck, 0.5);
+                    double p99 = BenchFigures.percentile(fromAck, 0.99);
+                    baselines.add(baseline);
+                    extras.add(idle - baseline);
+                    p50s.add(p50);
+                    p99s.add(p99);
+                    sendP99s.add(BenchFigures.percentile(fromSend, 0.99));
+                    unrelatedTotal.add(unrelated);
+                    report.append(String.format("%3d  %14.2f  %14.2f  %18.2f  %11s  %11s  %11s  %16s  %16s  %19s  %15d  %s%n", run, baseline, idle,
+                            idle - baseline, millis(p50), millis(p99), millis(BenchFigures.percentile(fromAck, 1.0)),
+                            millis(BenchFigures.percentile(fromSend, 0.5)), millis(BenchFigures.percentile(fromSend, 0.99)),
+                            millis(BenchFigures.median(acks)), unrelated, BenchFigures.loadAverage()));
+                    System.out.print(report);
+                } finally {
+                    watchers.close();
+                }
+                pause(5_000); // the server sees the connections close and drops their watches before the next baseline
+            }
+        } finally {
+            cluster.closeAll();
+        }
+        report.append(String.format("median of %d runs: baseline %.2f %% of a core, idle watchers add %.2f %% of a core (target < 2);"
+                        + " wake from the write's ack p50 %s ms, p99 %s ms (target < 50); from its sending p99 %s ms; unrelated wakes %s%n",
+                runs, BenchFigures.median(baselines), BenchFigures.median(extras), millis(BenchFigures.median(p50s)),
+                millis(BenchFigures.median(p99s)), millis(BenchFigures.median(sendP99s)), unrelatedTotal));
+        System.out.println(report);
+        Path out = Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("health-watch-benchmark.txt");
+        Files.writeString(out, report.toString());
+    }
+
+    private static double percentOfCore(long cpuMillis, long wallNanos) {
+        return 100.0 * cpuMillis / (wallNanos / 1e6);
+    }
+
+    /** A measurement window or a pause in the load's schedule (not a wait for a condition). */
+    private static void pause(long millis) throws InterruptedException {
+        Thread.sleep(millis);
+    }
+}
