@@ -30,8 +30,8 @@ import java.util.function.BooleanSupplier;
  */
 public final class GossipCluster {
 
-    /** How long each wait may take: five JVMs starting, electing and gossiping on a loaded two-core machine. */
-    public static final Duration DEADLINE = Duration.ofSeconds(60);
+    /** How long each wait may take ({@link Deadlines#CLUSTER}). */
+    public static final Duration DEADLINE = Deadlines.CLUSTER;
     /** The LAN profile's ratios at half its times (five JVMs starting at once on two cores). */
     private static final String GOSSIP_TIMINGS = "\"gossip_lan\": {\"probe_interval\": \"500ms\", \"probe_timeout\": \"250ms\", "
             + "\"gossip_interval\": \"100ms\"},";

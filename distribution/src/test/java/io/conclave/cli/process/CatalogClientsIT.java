@@ -3,11 +3,11 @@ package io.conclave.cli.process;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.Deadlines;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Assumptions;
@@ -27,7 +27,7 @@ class CatalogClientsIT {
     @Test
     void when_python_consul_registers_a_service_then_every_server_lists_it_and_a_blocking_health_read_sees_it_fail(@TempDir Path work)
             throws Exception {
-        boolean python = SessionClientsIT.run(work, List.of("/usr/bin/python3", "-c", "import consul"), Duration.ofSeconds(30)).code() == 0;
+        boolean python = SessionClientsIT.run(work, List.of("/usr/bin/python3", "-c", "import consul"), Deadlines.CLIENT_CHECK).code() == 0;
         if (!"true".equals(System.getenv("CI"))) {
             Assumptions.assumeTrue(python, "python3-consul is needed (apt-get install python3-consul)");
         }
@@ -80,7 +80,7 @@ class CatalogClientsIT {
                     "out['unknownNode'] = reader.catalog.node('nobody')[1]",
                     "print(json.dumps(out))", ""));
             SessionClientsIT.Run py = SessionClientsIT.run(work, List.of("/usr/bin/python3", script.toString(),
-                    Integer.toString(followers.get(0).httpPort()), Integer.toString(followers.get(1).httpPort())), Duration.ofSeconds(120));
+                    Integer.toString(followers.get(0).httpPort()), Integer.toString(followers.get(1).httpPort())), Deadlines.CATALOG_SCRIPT);
             assertEquals(0, py.code(), py.output());
             JsonObject seen = new JsonObject(SessionClientsIT.lastLine(py.output()));
             String leaderName = "s" + nodes.indexOf(leader);
