@@ -35,6 +35,14 @@ public final class Deadlines {
     public static final Duration CLUSTER = Duration.ofSeconds(60);
 
     /**
+     * A cluster of up to five servers started at once forms (each JVM up, gossip joined, a leader elected, every server a
+     * voter): on this two-core machine at a load of 22–29 (six builds beside it), five JVMs started together took 50 to 62 s
+     * before their gossip listened, so {@link #CLUSTER} ran out before a leader could be (AutopilotProcessIT, twice, issue
+     * 43): three times that.
+     */
+    public static final Duration FORMATION = Duration.ofSeconds(180);
+
+    /**
      * A condition of one agent that already answers HTTP, or of a few whose cluster already formed (it elects itself,
      * takes a write, logs a line, the monitor shows it): one election timeout and a few requests, with a loaded
      * machine's pauses.
