@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.Cli;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.json.JsonArray;
@@ -12,7 +13,6 @@ import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -43,7 +43,7 @@ class AclCommandTest {
                 + " \"default_policy\": \"deny\"}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
         Cli.Run[] last = {null};
-        Cli.Run bootstrap = AgentProcess.awaitValue(() -> "no bootstrap: " + last[0].err(), Duration.ofSeconds(20), () -> {
+        Cli.Run bootstrap = AgentProcess.awaitValue(() -> "no bootstrap: " + last[0].err(), Deadlines.DEV_AGENT, () -> {
             last[0] = Cli.execute("acl", "bootstrap", address);
             return last[0].exitCode() == 0 ? last[0] : null; // until the dev server leads
         });

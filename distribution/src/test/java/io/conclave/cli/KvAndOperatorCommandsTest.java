@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.Cli;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.vertx.core.json.JsonArray;
@@ -14,7 +15,6 @@ import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Base64;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -37,7 +37,7 @@ class KvAndOperatorCommandsTest {
     static void startAgent() throws Exception {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
-        AgentProcess.awaitCondition("the dev agent takes a write", Duration.ofSeconds(20),
+        AgentProcess.awaitCondition("the dev agent takes a write", Deadlines.DEV_AGENT,
                 () -> Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success"));
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.Cli;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.kv.KvCommand;
@@ -37,7 +38,7 @@ class SnapshotCommandTest {
     static void startAgent() throws Exception {
         agent = Agent.start(ConfigLoader.parse("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}}", true, "test"), null);
         address = "-http-addr=127.0.0.1:" + agent.httpPort();
-        AgentProcess.awaitCondition("the dev agent takes a write", java.time.Duration.ofSeconds(20),
+        AgentProcess.awaitCondition("the dev agent takes a write", Deadlines.DEV_AGENT,
                 () -> Cli.execute("kv", "put", address, "ready", "yes").out().contains("Success"));
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.Cli;
+import io.conclave.cli.harness.Deadlines;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
@@ -85,7 +86,7 @@ class WatchCommandTest {
                 "{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0, \"serf_lan\": 0}}", true, "test"), null);
         try {
             String address = "-http-addr=127.0.0.1:" + agent.httpPort();
-            AgentProcess.awaitCondition("the dev server leads", java.time.Duration.ofSeconds(20),
+            AgentProcess.awaitCondition("the dev server leads", Deadlines.DEV_AGENT,
                     () -> Cli.execute("kv", "put", address, "ready", "yes").exitCode() == 0);
             java.nio.file.Path seen = work.resolve("seen");
             Cli.Run run = Cli.execute("watch", "-type", "key", "-key", "app/color", address, "cat > '" + seen + "'; exit 3");

@@ -22,7 +22,7 @@ import java.util.function.Supplier;
  */
 public final class AgentProcess implements AutoCloseable {
 
-    public static final Duration START_DEADLINE = Duration.ofSeconds(60);
+    public static final Duration START_DEADLINE = Deadlines.START;
 
     public final Process process;
     final Path output;
@@ -214,8 +214,7 @@ public final class AgentProcess implements AutoCloseable {
     private static final java.util.Random PORTS = new java.util.Random();
     private static final java.util.Set<Integer> HANDED_OUT = new java.util.HashSet<>();
 
-    /** How often a process test asks its condition: an HTTP call to a child JVM each time, on two cores. */
-    private static final Duration POLL_INTERVAL = Duration.ofMillis(20);
+    private static final Duration POLL_INTERVAL = Deadlines.POLL_INTERVAL;
 
     /**
      * Polls {@code condition} every 20 ms until it holds; fails naming {@code what} after {@code deadline}, once the
@@ -318,7 +317,7 @@ public final class AgentProcess implements AutoCloseable {
             }
             try {
                 HttpResponse<String> response = AgentHttp.send(AgentHttp.request("GET", port, path, HttpRequest.BodyPublishers.noBody(),
-                        SecureMode.token(), Duration.ofSeconds(5)));
+                        SecureMode.token(), Deadlines.HTTP_ATTEMPT));
                 return response.statusCode() == 200 ? response.body() : null;
             } catch (IOException e) {
                 last[0] = e;

@@ -30,8 +30,8 @@ import java.util.function.BooleanSupplier;
  */
 public final class GossipCluster {
 
-    /** How long each wait may take: five JVMs starting, electing and gossiping on a loaded two-core machine. */
-    public static final Duration DEADLINE = Duration.ofSeconds(60);
+    /** How long each wait may take ({@link Deadlines#CLUSTER}). */
+    public static final Duration DEADLINE = Deadlines.CLUSTER;
     /** The LAN profile's ratios at half its times (five JVMs starting at once on two cores). */
     private static final String GOSSIP_TIMINGS = "\"gossip_lan\": {\"probe_interval\": \"500ms\", \"probe_timeout\": \"250ms\", "
             + "\"gossip_interval\": \"100ms\"},";
@@ -141,8 +141,9 @@ public final class GossipCluster {
         for (Node node : nodes) {
             start(work, node);
         }
-        awaitLeader(nodes);
-        awaitVoters(nodes.get(0), count);
+        awaitLeader(nodes, Deadlines.FORMATION);
+        AgentProcess.awaitCondition(() -> nodes.get(0).name + " lists " + count + " voters" + logs(nodes), Deadlines.FORMATION,
+                () -> voters(nodes.get(0)) == count && servers(nodes.get(0)).size() == count);
         SecureMode.checkRefusesTokenless(nodes.get(0).http);
         return nodes;
     }
@@ -176,7 +177,12 @@ public final class GossipCluster {
 
     /** The leader all of {@code nodes} agree on, among them. */
     public Node awaitLeader(List<Node> nodes) throws Exception {
-        return AgentProcess.awaitValue(() -> "a leader all of " + names(nodes) + " agree on" + logs(nodes), DEADLINE, () -> {
+        return awaitLeader(nodes, DEADLINE);
+    }
+
+    /** As {@link #awaitLeader(List)}, within {@code deadline}. */
+    public Node awaitLeader(List<Node> nodes, Duration deadline) throws Exception {
+        return AgentProcess.awaitValue(() -> "a leader all of " + names(nodes) + " agree on" + logs(nodes), deadline, () -> {
             String first = leaderOf(nodes.get(0));
             if (first == null || !nodes.stream().allMatch(node -> first.equals(leaderOf(node)))) {
                 return null;

@@ -12,7 +12,7 @@ import java.time.Duration;
 public final class Http {
 
     /** How long one call to a child JVM may take. */
-    public static final Duration TIMEOUT = Duration.ofSeconds(10);
+    public static final Duration TIMEOUT = Deadlines.HTTP_CALL;
 
     private Http() {
     }

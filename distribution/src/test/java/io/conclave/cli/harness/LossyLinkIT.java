@@ -12,7 +12,6 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -86,7 +85,7 @@ class LossyLinkIT {
      * and a JVM started on a busy machine may take seconds to get there.
      */
     private static void awaitListening(Path log, Process echo) throws IOException, InterruptedException {
-        AgentProcess.awaitCondition(() -> "the echo process listens: " + read(log), Duration.ofSeconds(60), () -> {
+        AgentProcess.awaitCondition(() -> "the echo process listens: " + read(log), Deadlines.START, () -> {
             if (read(log).contains(LISTENING)) {
                 return true;
             }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.testsupport.AgentHttp;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -18,7 +19,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -63,7 +63,7 @@ class AbuseProcessIT {
 
     private void abuse(AgentProcess agent, int port, Path gcLog) throws Exception {
         {
-            AgentProcess.awaitCondition("the agent leads", Duration.ofSeconds(60), () -> {
+            AgentProcess.awaitCondition("the agent leads", Deadlines.FIRST_LEADER, () -> {
                 try {
                     return call("PUT", port, "/v1/kv/canary", "before").body().equals("true");
                 } catch (Exception e) {
@@ -87,7 +87,7 @@ class AbuseProcessIT {
             List<CompletableFuture<HttpResponse<String>>> bodies = new ArrayList<>();
             for (int i = 0; i < 500; i++) {
                 bodies.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/kv/canary?cas=0"))
-                        .timeout(Duration.ofSeconds(120)).PUT(HttpRequest.BodyPublishers.ofByteArray(value)).build(),
+                        .timeout(Deadlines.HTTP_ABUSE_CALL).PUT(HttpRequest.BodyPublishers.ofByteArray(value)).build(),
                         HttpResponse.BodyHandlers.ofString()));
             }
             Map<String, Integer> answers = new TreeMap<>();
@@ -159,7 +159,7 @@ class AbuseProcessIT {
         jcmd.getInputStream().readAllBytes();
         assertEquals(0, jcmd.waitFor(), "jcmd GC.run");
         long[] after = {-1};
-        AgentProcess.awaitCondition("the full collection is logged", Duration.ofSeconds(30), () -> {
+        AgentProcess.awaitCondition("the full collection is logged", Deadlines.AGENT, () -> {
             try {
                 for (String line : Files.readAllLines(gcLog)) {
                     java.util.regex.Matcher matcher = java.util.regex.Pattern.compile("(\\d+)M->(\\d+)M\\(").matcher(line);
@@ -176,7 +176,7 @@ class AbuseProcessIT {
     }
 
     private static HttpResponse<String> call(String method, int port, String path, String body) throws Exception {
-        return AgentHttp.send(AgentHttp.request(method, port, path, AgentHttp.text(body), null, Duration.ofSeconds(30)));
+        return AgentHttp.send(AgentHttp.request(method, port, path, AgentHttp.text(body), null, Deadlines.HTTP_UNDER_ABUSE));
     }
 
     record Chunked(int status, long sent) {

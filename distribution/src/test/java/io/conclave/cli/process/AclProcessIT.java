@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -27,9 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(240)
 class AclProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
     /** A deleted token must stop working on every server within this (two election timeouts: a follower is behind at most that long before it is replaced). */
-    static final Duration REVOCATION_BOUND = Duration.ofSeconds(4);
+    static final Duration REVOCATION_BOUND = Deadlines.TOKEN_REVOCATION;
     private final GossipCluster harness = new GossipCluster();
 
     static boolean answers(int port, String path, String token, int status) {

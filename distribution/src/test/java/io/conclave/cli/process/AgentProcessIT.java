@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -41,22 +41,22 @@ class AgentProcessIT {
 
             try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + port, "-clients", "2",
                     "-warmup", "0", "-duration", "1", "-keys", "50", "-key-size", "8", "-read-ratio", "0.5")) {
-                assertEquals(0, bench.awaitExit(Duration.ofSeconds(60)), bench.output());
+                assertEquals(0, bench.awaitExit(Deadlines.COMMAND), bench.output());
                 assertTrue(bench.output().contains("clients 2, key 8 B, value 100 B, read ratio 0.50"), bench.output());
                 assertTrue(bench.output().contains("errors 0"), bench.output());
             }
             try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + AgentProcess.freePort(),
                     "-clients", "1", "-warmup", "0", "-duration", "1")) {
-                assertEquals(1, bench.awaitExit(Duration.ofSeconds(60)), "no agent there: " + bench.output());
+                assertEquals(1, bench.awaitExit(Deadlines.COMMAND), "no agent there: " + bench.output());
                 assertTrue(bench.output().contains("first error: java.net.ConnectException"), bench.output());
             }
             try (AgentProcess bench = AgentProcess.start(work, "bench", "-http-addr", "127.0.0.1:" + port, "-key-size", "0")) {
-                assertEquals(2, bench.awaitExit(Duration.ofSeconds(60)), bench.output());
+                assertEquals(2, bench.awaitExit(Deadlines.COMMAND), bench.output());
                 assertTrue(bench.output().contains("key-size between 1 and 1024"), bench.output());
             }
 
             agent.process.destroy(); // SIGTERM
-            int exit = agent.awaitExit(Duration.ofSeconds(30));
+            int exit = agent.awaitExit(Deadlines.EXIT);
             String output = agent.output();
             assertEquals(0, exit, "SIGTERM is a clean stop: exit 0 (not the JVM's 143):\n" + output);
             assertTrue(output.contains("agent stopped"), output);
@@ -76,7 +76,7 @@ class AgentProcessIT {
         try (AgentProcess holder = AgentProcess.start(work, "agent", "-config-file", first.toString())) {
             holder.awaitGet(firstPort, "/v1/agent/self");
             try (AgentProcess intruder = AgentProcess.start(work, "agent", "-config-file", second.toString())) {
-                int exit = intruder.awaitExit(Duration.ofSeconds(60));
+                int exit = intruder.awaitExit(Deadlines.COMMAND);
                 String output = intruder.output();
                 assertEquals(1, exit, output);
                 assertTrue(output.contains(data.toString()) && output.contains("process " + holder.process.pid()), output);
@@ -94,7 +94,7 @@ class AgentProcessIT {
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy();
-            agent.awaitExit(Duration.ofSeconds(30));
+            agent.awaitExit(Deadlines.EXIT);
         }
         Path store = data.resolve("plugins/mapdb/raft.state");
         byte[] bytes = Files.readAllBytes(store);
@@ -103,7 +103,7 @@ class AgentProcessIT {
         }
         Files.write(store, bytes);
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
-            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            int exit = agent.awaitExit(Deadlines.COMMAND);
             String output = agent.output();
             assertEquals(1, exit, output);
             assertTrue(output.contains(store.toString()), output);
@@ -120,7 +120,7 @@ class AgentProcessIT {
         Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString(),
                 "-plugins-dir", emptyPlugins.toString())) {
-            assertEquals(1, agent.awaitExit(Duration.ofSeconds(60)), agent.output());
+            assertEquals(1, agent.awaitExit(Deadlines.COMMAND), agent.output());
             assertTrue(agent.output().contains("storage provider 'in-memory' keeps nothing across restarts"), agent.output());
             assertFalse(Files.exists(work.resolve("data/node-id")), "no identity was made for storage that keeps nothing");
         }
@@ -138,7 +138,7 @@ class AgentProcessIT {
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"raft\": {\"election_timeout\": \"1s\"}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
-            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            int exit = agent.awaitExit(Deadlines.COMMAND);
             String output = agent.output();
             assertEquals(2, exit, output);
             assertTrue(output.contains("raft.election_timeout: unknown key"), output);
@@ -154,7 +154,7 @@ class AgentProcessIT {
                 + "\"log_level\": \"debug\", \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": 0, \"serf_lan\": 0}}");
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
-            AgentProcess.awaitCondition("the HTTP request is logged at DEBUG", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the HTTP request is logged at DEBUG", Deadlines.AGENT, () -> {
                 try {
                     return agent.output().contains("DEBUG conclave.http - request GET /v1/agent/self");
                 } catch (java.io.IOException e) {
@@ -167,7 +167,7 @@ class AgentProcessIT {
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
             agent.process.destroy(); // SIGTERM
-            assertEquals(0, agent.awaitExit(Duration.ofSeconds(30)), "a clean stop");
+            assertEquals(0, agent.awaitExit(Deadlines.EXIT), "a clean stop");
             assertFalse(agent.output().contains(" INFO "), "no INFO line at log_level warn:\n" + agent.output());
         }
     }
@@ -175,7 +175,7 @@ class AgentProcessIT {
     @Test
     void when_version_is_asked_then_it_is_printed(@TempDir Path work) throws Exception {
         try (AgentProcess command = AgentProcess.start(work, "version")) {
-            assertEquals(0, command.awaitExit(Duration.ofSeconds(60)));
+            assertEquals(0, command.awaitExit(Deadlines.COMMAND));
             assertTrue(command.output().startsWith("Conclave v"), command.output());
         }
     }

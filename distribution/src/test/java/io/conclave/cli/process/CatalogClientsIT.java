@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
@@ -92,7 +93,7 @@ class CatalogClientsIT {
     @Test
     void when_python_consul_registers_a_service_then_every_server_lists_it_and_a_blocking_health_read_sees_it_fail(@TempDir Path work)
             throws Exception {
-        boolean python = SessionClientsIT.run(work, List.of("/usr/bin/python3", "-c", "import consul"), Duration.ofSeconds(30)).code() == 0;
+        boolean python = SessionClientsIT.run(work, List.of("/usr/bin/python3", "-c", "import consul"), Deadlines.CLIENT_CHECK).code() == 0;
         requireClient(python, "Debian's python3-consul for /usr/bin/python3 (apt-get install python3-consul)");
         Path script = work.resolve("catalog.py");
         Files.writeString(script, String.join("\n",
@@ -136,7 +137,7 @@ class CatalogClientsIT {
                 "out['unknownNode'] = reader.catalog.node('nobody')[1]",
                 "print(json.dumps(out))", ""));
         SessionClientsIT.Run py = SessionClientsIT.run(work, List.of("/usr/bin/python3", script.toString(),
-                Integer.toString(followers.get(0).httpPort()), Integer.toString(followers.get(1).httpPort())), Duration.ofSeconds(120));
+                Integer.toString(followers.get(0).httpPort()), Integer.toString(followers.get(1).httpPort())), Deadlines.CATALOG_SCRIPT);
         assertEquals(0, py.code(), py.output());
         JsonObject seen = new JsonObject(SessionClientsIT.lastLine(py.output()));
         String leaderName = "s" + nodes.indexOf(leader);

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,7 +33,7 @@ class ConsulClientIT {
             agent.awaitGet(port, "/v1/agent/self");
             Consul consul = Consul.builder().withUrl("http://127.0.0.1:" + port).build();
             KeyValueClient kv = consul.keyValueClient();
-            AgentProcess.awaitCondition("a write succeeded once the server elected itself", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("a write succeeded once the server elected itself", Deadlines.AGENT, () -> {
                 try {
                     return kv.putValue("app/name", "conclave");
                 } catch (RuntimeException electionUnderWay) {

@@ -4,12 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -52,7 +52,7 @@ class CustomPluginIT {
             }
             JsonObject self = new JsonObject(agents.get(0).awaitGet(http[0], "/v1/agent/self"));
             assertEquals("file", self.getJsonObject("Plugins").getString("membership"), self.encodePrettily());
-            AgentProcess.awaitCondition("a leader", Duration.ofSeconds(60), () -> {
+            AgentProcess.awaitCondition("a leader", Deadlines.CLUSTER, () -> {
                 try {
                     return !agents.get(1).awaitGet(http[1], "/v1/status/leader").equals("\"\"");
                 } catch (Exception e) {
@@ -60,11 +60,11 @@ class CustomPluginIT {
                 }
             });
             try (AgentProcess plugins = AgentProcess.startFrom(home, work, List.of(), "plugins", "-http-addr", "127.0.0.1:" + http[2])) {
-                assertEquals(0, plugins.awaitExit(Duration.ofSeconds(60)), plugins.output());
+                assertEquals(0, plugins.awaitExit(Deadlines.COMMAND), plugins.output());
                 assertTrue(plugins.output().lines().anyMatch(line -> line.contains("file") && line.contains("membership")
                         && line.contains("yes")), "the plugin listed as the active membership:\n" + plugins.output());
             }
-            AgentProcess.awaitCondition("a write through s1", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("a write through s1", Deadlines.AGENT, () -> {
                 try {
                     return Http.call("PUT", http[1], "/v1/kv/via-file", "works", null).body().trim().equals("true");
                 } catch (Exception e) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.Http;
 import io.conclave.testsupport.AgentHttp;
 import java.io.IOException;
@@ -13,7 +14,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
-import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.TreeMap;
@@ -50,7 +50,7 @@ class DurabilityProcessIT {
                 put(agent, port, "k" + i, "value-" + i);
             }
             agent.process.destroy();
-            agent.awaitExit(Duration.ofSeconds(30));
+            agent.awaitExit(Deadlines.EXIT);
         }
     }
 
@@ -130,7 +130,7 @@ class DurabilityProcessIT {
         Path config = writeConfig(work, data(), port);
         String[] args = Stream.concat(Stream.of("agent", "-config-file", config.toString()), Stream.of(extraArgs)).toArray(String[]::new);
         try (AgentProcess agent = AgentProcess.start(work, args)) {
-            int exit = agent.awaitExit(Duration.ofSeconds(60));
+            int exit = agent.awaitExit(Deadlines.COMMAND);
             String output = agent.output();
             assertEquals(1, exit, output);
             for (String part : expected) {
@@ -186,7 +186,7 @@ class DurabilityProcessIT {
             String output = agent.output();
             assertTrue(output.contains("WARN") && output.contains("cut " + (64 << 10) + " bytes at offset " + size), output);
             agent.process.destroy();
-            agent.awaitExit(Duration.ofSeconds(30));
+            agent.awaitExit(Deadlines.EXIT);
         }
         assertTrue(Files.size(segment) < size + 1024, "the zeros were cut: the segment holds only what the restarted server appended"
                 + " after them (" + Files.size(segment) + " bytes, " + size + " before)");
@@ -211,7 +211,7 @@ class DurabilityProcessIT {
                 HttpResponse<String> response = AgentHttp.call("PUT", port, "/v1/kv/during", "lost");
                 assertTrue(response.statusCode() != 200 && !response.body().equals("true"),
                         "a write that could not be made durable is not acknowledged: " + response.statusCode() + " " + response.body());
-                int exit = agent.awaitExit(Duration.ofSeconds(60));
+                int exit = agent.awaitExit(Deadlines.COMMAND);
                 String output = agent.output();
                 assertEquals(1, exit, output);
                 assertTrue(output.contains("storage failed"), output);
@@ -223,7 +223,7 @@ class DurabilityProcessIT {
             assertEquals("ok", agent.awaitGet(port, "/v1/kv/before?raw"), "restarted, it holds what it acknowledged");
             assertEquals("value-0", agent.awaitGet(port, "/v1/kv/k0?raw"));
             agent.process.destroy();
-            agent.awaitExit(Duration.ofSeconds(30));
+            agent.awaitExit(Deadlines.EXIT);
         }
     }
 }

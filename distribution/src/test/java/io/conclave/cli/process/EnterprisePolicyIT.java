@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
@@ -32,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class EnterprisePolicyIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
 
     @Test
     void when_the_override_is_in_plugins_then_six_servers_in_three_zones_keep_one_voter_per_zone_and_a_failed_voter_is_replaced_in_its_zone(

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.conclave.cli.harness.TestHosts;
@@ -36,7 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class FastFailoverProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
 
     /** The counter {@code name} with {@code reason}, summed over {@code metrics} (Consul's JSON of /v1/agent/metrics). */
     static long reason(JsonObject metrics, String name, String reason) {

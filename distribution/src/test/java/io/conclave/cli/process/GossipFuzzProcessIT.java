@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
@@ -38,7 +39,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class GossipFuzzProcessIT {
 
-    private static final Duration RECOVERY = Duration.ofSeconds(60);
+    private static final Duration RECOVERY = Deadlines.CLUSTER;
     /** The wire's uint64 extremes as Java longs: 0, 1, 2^63 - 2, 2^63 - 1, 2^63, 2^64 - 2, 2^64 - 1. */
     private static final long[] EXTREMES = {0, 1, Long.MAX_VALUE - 1, Long.MAX_VALUE, Long.MIN_VALUE, -2, -1};
     private static final long DAY_MILLIS = TimeUnit.DAYS.toMillis(1);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.vertx.core.json.JsonArray;
@@ -27,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class GossipProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
     /** The LAN profile's ratios at half its times: agents in a test, five JVMs starting at once on two cores. */
     private static final String GOSSIP_TIMINGS = "\"gossip_lan\": {\"probe_interval\": \"500ms\", \"probe_timeout\": \"250ms\", "
             + "\"gossip_interval\": \"100ms\"},";
@@ -117,7 +118,7 @@ class GossipProcessIT {
             assertEquals(0, leave.awaitExit(DEADLINE), "conclave leave: " + leave.output());
             assertEquals(0, leaver.process().awaitExit(DEADLINE), "the leaving agent's exit: " + leaver.process().output());
             List<Server> staying = servers.subList(0, 4);
-            AgentProcess.awaitCondition("g4 Status 3 on every other server", Duration.ofSeconds(10),
+            AgentProcess.awaitCondition("g4 Status 3 on every other server", Deadlines.LEAVE_SEEN,
                     () -> staying.stream().allMatch(server -> GossipCluster.memberStatus(server.httpPort(), "g4") == 3));
 
             Server victim = servers.get(3);

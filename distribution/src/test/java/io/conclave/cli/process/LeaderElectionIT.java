@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.Http;
 import io.conclave.cli.harness.SecureMode;
 import io.vertx.core.json.JsonArray;
@@ -65,7 +66,7 @@ class LeaderElectionIT {
     /** Waits until the lock is held by a session other than {@code previous}; returns it, checking meanwhile that
      *  every moment {@code previous} was seen valid comes before the new holder's. */
     private static String awaitSuccessor(int port, String previous, long[] lastSeenValid) throws Exception {
-        return AgentProcess.awaitValue(() -> "no successor", Duration.ofSeconds(60), () -> {
+        return AgentProcess.awaitValue(() -> "no successor", Deadlines.LOCK_SUCCESSOR, () -> {
             try {
                 if (sessionExists(port, previous)) {
                     lastSeenValid[0] = System.currentTimeMillis();
@@ -101,7 +102,7 @@ class LeaderElectionIT {
                 Process process = app.start();
                 contenders.add(new Contender(name, process, log));
             }
-            AgentProcess.awaitCondition("a leader is elected", Duration.ofSeconds(60), () -> {
+            AgentProcess.awaitCondition("a leader is elected", Deadlines.CLUSTER, () -> {
                 try {
                     JsonObject held = lock(port);
                     return held != null && held.getString("Session") != null;
@@ -112,7 +113,7 @@ class LeaderElectionIT {
             JsonObject first = lock(port);
             String firstName = new String(Base64.getDecoder().decode(first.getString("Value")));
             Contender holder = contenders.stream().filter(c -> c.name().equals(firstName)).findFirst().orElseThrow();
-            AgentProcess.awaitCondition("the leader writes", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the leader writes", Deadlines.AGENT, () -> {
                 try {
                     return !holder.lines().isEmpty() && holder.first("LEADER", 0).isPresent();
                 } catch (IOException e) {
@@ -126,7 +127,7 @@ class LeaderElectionIT {
             long[] lastSeenValid = {paused};
             String second = awaitSuccessor(port, first.getString("Session"), lastSeenValid);
             Contender[] found = {null};
-            AgentProcess.awaitCondition("the successor says it leads", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the successor says it leads", Deadlines.AGENT, () -> {
                 for (Contender c : contenders) {
                     try {
                         if (c.lines().stream().anyMatch(line -> line.contains("LEADER session=" + second))) {
@@ -145,7 +146,7 @@ class LeaderElectionIT {
                     + lastSeenValid[0]);
             assertEquals(first.getLong("LockIndex") + 1, lock(port).getLong("LockIndex"), "a new holder: the fencing token moved");
             signal(holder.process(), "CONT");
-            AgentProcess.awaitCondition("the old leader's write is fenced", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the old leader's write is fenced", Deadlines.AGENT, () -> {
                 try {
                     return holder.first("FENCED", paused).isPresent();
                 } catch (IOException e) {
@@ -154,7 +155,7 @@ class LeaderElectionIT {
             });
             String successorsMark = successor.name() + " lockIndex=" + lock(port).getLong("LockIndex");
             String[] data = {""};
-            AgentProcess.awaitCondition("the successor writes", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the successor writes", Deadlines.AGENT, () -> {
                 try {
                     data[0] = Http.call("GET", port, "/v1/kv/service/data?raw", null).body();
                     return data[0].startsWith(successorsMark);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -37,7 +38,7 @@ class LoadProcessIT {
      * on a connection of its own, and reads answers of many megabytes as streams.
      */
     private static final HttpClient HTTP = AgentHttp.newClient();
-    private static final Duration DEADLINE = Duration.ofMinutes(Long.getLong("it.load.deadlineMinutes", 2));
+    private static final Duration DEADLINE = Duration.ofMinutes(Long.getLong("it.load.deadlineMinutes", Deadlines.LOAD_STEP.toMinutes()));
 
     @TempDir
     Path work;
@@ -47,7 +48,7 @@ class LoadProcessIT {
     }
 
     static HttpRequest request(String method, int port, String path, byte[] body) {
-        return AgentHttp.request(method, port, path, AgentHttp.bytes(body), null, Duration.ofSeconds(60));
+        return AgentHttp.request(method, port, path, AgentHttp.bytes(body), null, Deadlines.HTTP_LARGE_CALL);
     }
 
     /**

@@ -4,12 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -46,7 +46,7 @@ class LockCommandIT {
         String address = "127.0.0.1:" + port;
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
             agent.awaitGet(port, "/v1/agent/self");
-            AgentProcess.awaitCondition("the agent leads", Duration.ofSeconds(30), () -> {
+            AgentProcess.awaitCondition("the agent leads", Deadlines.AGENT, () -> {
                 try {
                     return !AgentHttp.call("GET", port, "/v1/status/leader", null).body().equals("\"\"");
                 } catch (Exception e) {
@@ -60,7 +60,7 @@ class LockCommandIT {
                 contenders.add(AgentProcess.start(work, "lock", "-http-addr", address, "app/lock", child(lockLog, name)));
             }
             for (AgentProcess contender : contenders) {
-                assertEquals(0, contender.awaitExit(Duration.ofSeconds(90)), contender.output());
+                assertEquals(0, contender.awaitExit(Deadlines.LOCK_CONTENDERS), contender.output());
             }
             List<String> lines = Files.readAllLines(lockLog);
             assertEquals(6, lines.size(), "all three ran: " + lines);
@@ -72,26 +72,26 @@ class LockCommandIT {
                 contenders.add(AgentProcess.start(work, "lock", "-http-addr", address, "-n", "2", "app/semaphore", child(semaphoreLog, name)));
             }
             for (AgentProcess contender : contenders) {
-                assertEquals(0, contender.awaitExit(Duration.ofSeconds(90)), contender.output());
+                assertEquals(0, contender.awaitExit(Deadlines.LOCK_CONTENDERS), contender.output());
             }
             lines = Files.readAllLines(semaphoreLog);
             assertEquals(8, lines.size(), "all four ran: " + lines);
             assertTrue(maxAtOnce(lines) <= 2, "at most two at once: " + lines);
 
             try (AgentProcess exits = AgentProcess.start(work, "lock", "-http-addr", address, "app/code", "exit 3")) {
-                assertEquals(3, exits.awaitExit(Duration.ofSeconds(60)), "the child's exit code: " + exits.output());
+                assertEquals(3, exits.awaitExit(Deadlines.COMMAND), "the child's exit code: " + exits.output());
             }
 
             Path marker = work.resolve("still-running");
             try (AgentProcess holder = AgentProcess.start(work, "lock", "-http-addr", address, "-name", "doomed", "app/lost",
                     "touch " + marker + "; sleep 60")) {
-                AgentProcess.awaitCondition("the child runs", Duration.ofSeconds(30), () -> Files.exists(marker));
+                AgentProcess.awaitCondition("the child runs", Deadlines.AGENT, () -> Files.exists(marker));
                 JsonArray sessions = new JsonArray(AgentHttp.call("GET", port, "/v1/session/list", null).body());
                 String doomed = sessions.stream().map(JsonObject.class::cast).filter(s -> s.getString("Name").equals("doomed"))
                         .map(s -> s.getString("ID")).findFirst().orElseThrow();
                 long destroyed = System.nanoTime();
                 AgentHttp.call("PUT", port, "/v1/session/destroy/" + doomed, null);
-                assertEquals(1, holder.awaitExit(Duration.ofSeconds(30)), holder.output());
+                assertEquals(1, holder.awaitExit(Deadlines.EXIT), holder.output());
                 assertTrue(holder.output().contains("Lock lost"), holder.output());
                 System.out.printf("conclave lock: the child was stopped %d ms after its session was destroyed (its sleep was 60 s)%n",
                         (System.nanoTime() - destroyed) / 1_000_000);

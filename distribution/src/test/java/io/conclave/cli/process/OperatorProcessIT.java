@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.engine.raft.tls.Certificates;
 import io.conclave.engine.raft.tls.ClientTls;
 import io.conclave.engine.raft.tls.Pem;
@@ -52,7 +53,7 @@ import org.junit.jupiter.api.Timeout;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class OperatorProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
 
     private Path work;
     private Path ca;
@@ -91,7 +92,7 @@ class OperatorProcessIT {
                 .put("acl", new JsonObject().put("enabled", true).put("default_policy", "deny"))
                 .put("log_json", true).put("log_file", work.resolve("logs") + "/")
                 .encodePrettily());
-        client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+        client = HttpClient.newBuilder().connectTimeout(Deadlines.HTTP_CONNECT)
                 .sslContext(ClientTls.context(Optional.of(ca), Optional.empty(), Optional.empty())).build();
         agent = AgentProcess.start(work, "agent", "-config-file", config.toString());
         AgentProcess.awaitCondition("the agent leads over HTTPS", DEADLINE, () -> {
@@ -127,7 +128,7 @@ class OperatorProcessIT {
         if (!agent.process.isAlive()) {
             throw new AssertionError("the agent exited with " + agent.process.exitValue() + ":\n" + agent.output());
         }
-        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + path)).timeout(Duration.ofSeconds(10)).build(),
+        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + path)).timeout(Deadlines.HTTP_CALL).build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -285,7 +286,7 @@ class OperatorProcessIT {
     }
 
     private int put(String key, String value) throws Exception {
-        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + "/v1/kv/" + key)).timeout(Duration.ofSeconds(10))
+        return client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + https + "/v1/kv/" + key)).timeout(Deadlines.HTTP_CALL)
                 .header("X-Consul-Token", management).PUT(HttpRequest.BodyPublishers.ofString(value)).build(),
                 HttpResponse.BodyHandlers.ofString()).statusCode();
     }

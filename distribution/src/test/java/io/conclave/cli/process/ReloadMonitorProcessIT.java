@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.Http;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -39,7 +40,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(180)
 class ReloadMonitorProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(30);
+    private static final Duration DEADLINE = Deadlines.AGENT;
     private static final String MANAGEMENT = "7c1e2d3a-0b4f-4e5d-8a6b-9c0d1e2f3a4b";
     private static final String FIRST_AGENT_TOKEN = "agent-one-0000-1111";
     private static final String SECOND_AGENT_TOKEN = "agent-two-2222-3333";
@@ -62,7 +63,7 @@ class ReloadMonitorProcessIT {
         Path home = AgentProcess.distribution();
         String address = "127.0.0.1:" + http;
         try (AgentProcess agent = AgentProcess.start(work, "agent", "-config-file", config.toString())) {
-            AgentProcess.awaitCondition("the agent elects itself", Duration.ofSeconds(60),
+            AgentProcess.awaitCondition("the agent elects itself", Deadlines.FIRST_LEADER,
                     () -> AclProcessIT.answers(http, "/v1/kv/none", MANAGEMENT, 404));
 
             AgentProcess.CommandRun refused = AgentProcess.command(home, work, "monitor", "-http-addr", address);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.conclave.cli.harness.Deadlines;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -35,7 +36,7 @@ class SessionClientsIT {
     void when_real_consul_clients_use_sessions_locks_and_blocking_reads_through_a_follower_then_they_work(@TempDir Path work)
             throws Exception {
         boolean ci = "true".equals(System.getenv("CI"));
-        boolean python = run(work, List.of("/usr/bin/python3", "-c", "import consul"), Duration.ofSeconds(30)).code() == 0;
+        boolean python = run(work, List.of("/usr/bin/python3", "-c", "import consul"), Deadlines.CLIENT_CHECK).code() == 0;
         Path npm = npmConsul();
         if (!ci) {
             Assumptions.assumeTrue(python && npm != null, "python3-consul (apt-get install python3-consul) and npm's consul are needed");
@@ -118,7 +119,7 @@ class SessionClientsIT {
                     "out['destroyed'] = c.session.destroy(sid)",
                     "out['gone'] = c.session.info(sid)[1] is None",
                     "print(json.dumps(out))", ""));
-            Run py = run(work, List.of("/usr/bin/python3", script.toString(), Integer.toString(port)), Duration.ofSeconds(90));
+            Run py = run(work, List.of("/usr/bin/python3", script.toString(), Integer.toString(port)), Deadlines.CLIENT_SCRIPT);
             assertEquals(0, py.code(), py.output());
             JsonObject pyOut = new JsonObject(lastLine(py.output()));
             assertEquals(new JsonObject().put("acquired", true).put("session", true).put("lockIndex", 1).put("renewed", true)
@@ -156,7 +157,7 @@ class SessionClientsIT {
                     "  out.gone = (await consul.session.info(id)) === undefined;",
                     "  console.log(JSON.stringify(out));",
                     "})().catch(e => { console.error(e); process.exit(1); });", ""));
-            Run node = run(work, List.of("node", js.toString(), npm.toString(), Integer.toString(port)), Duration.ofSeconds(90));
+            Run node = run(work, List.of("node", js.toString(), npm.toString(), Integer.toString(port)), Deadlines.CLIENT_SCRIPT);
             assertEquals(0, node.code(), node.output());
             JsonObject jsOut = new JsonObject(lastLine(node.output()));
             assertEquals(new JsonObject().put("acquired", true).put("session", true).put("renewed", true)
@@ -211,7 +212,7 @@ class SessionClientsIT {
         }
         Files.createDirectories(dir);
         Run install = run(dir, List.of("npm", "install", "--no-audit", "--no-fund", "--prefix", dir.toString(), NPM_CONSUL),
-                Duration.ofMinutes(3));
+                Deadlines.NPM_INSTALL);
         return install.code() == 0 && Files.isRegularFile(module.resolve("package.json")) ? module : null;
     }
 }

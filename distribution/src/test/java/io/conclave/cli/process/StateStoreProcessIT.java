@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.GossipCluster.Node;
 import io.conclave.cli.harness.Http;
@@ -54,10 +55,10 @@ class StateStoreProcessIT {
     private static final int VALUE_BYTES = Integer.getInteger("it.state.valueBytes", 1024);
     private static final int KILLS = Integer.getInteger("it.state.kills", 3);
     /**
-     * How long one step may take (a catch-up, a rebuild, servers agreeing): 90 s covers a few MiB on a loaded two-core
-     * machine; the full size sets minutes (a 1 GiB snapshot sent, installed and loaded, a rebuild from it).
+     * How long one step may take ({@link Deadlines#STATE_STORE_STEP}); the full size sets minutes (a 1 GiB snapshot sent,
+     * installed and loaded, a rebuild from it).
      */
-    private static final Duration DEADLINE = Duration.ofSeconds(Long.getLong("it.state.deadlineSeconds", 90));
+    private static final Duration DEADLINE = Duration.ofSeconds(Long.getLong("it.state.deadlineSeconds", Deadlines.STATE_STORE_STEP.toSeconds()));
     /** Writes that a killed server's leader takes while it is down, so that it is compacted past it (trailing_logs 256). */
     private static final int WRITES_WHILE_DOWN = 3_000;
     private static final String MAPDB = "\"plugins\": {\"state_store\": \"mapdb\"}, "

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.cli.harness.AgentProcess;
+import io.conclave.cli.harness.Deadlines;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
 import io.conclave.engine.raft.tls.Certificates;
@@ -51,7 +52,7 @@ import org.kiwiproject.consul.Consul;
 @Timeout(300)
 class TlsProcessIT {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
+    private static final Duration DEADLINE = Deadlines.CLUSTER;
     private final GossipCluster harness = new GossipCluster();
 
     /** Runs {@code conclave args} from the distribution in {@code dir}; its exit code and output. */

@@ -70,7 +70,8 @@ public final class Agent implements AutoCloseable {
         String raftAddress = config.server() ? config.bindAddr() + ":" + config.ports().server() : ""; // a client runs no Raft
         this.identity = new NodeIdentity(nodeId, config.nodeName(), config.datacenter(), raftAddress, ConclaveVersion.current());
         this.vertx = Vertx.vertx(vertxOptions());
-        this.blockedThreads = BlockedThreadWatch.install(vertx);
+        Long eventLoopLimit = Long.getLong(EVENT_LOOP_LIMIT_PROPERTY);
+        this.blockedThreads = eventLoopLimit == null ? BlockedThreadWatch.install(vertx) : BlockedThreadWatch.install(vertx, eventLoopLimit);
         this.assembly = config.server()
                 ? new AgentAssembly(config, registry, dataDir, identity, nodeIdStored, vertx, blockedThreads, this::stopBecause, controls)
                 : new ClientAssembly(config, registry, dataDir, identity, vertx, blockedThreads, this::stopBecause, controls);

@@ -108,6 +108,12 @@ public record RaftConfig(
          */
         REMOVAL_WITHOUT_REACHABLE_QUORUM,
         /**
+         * The leader's rule before issue 43: a leaving leader whose transfer timed out after its TimeoutNow went out leads
+         * on and appends the held proposals, so that the target's late campaign, which cannot win, deposes it and the
+         * cluster waits out an election timeout for a second election (liveness, not safety).
+         */
+        LEAVE_LEADS_ON_AFTER_TIMEOUT_NOW,
+        /**
          * The runtime's rule before its fix: answer a write "certainly not applied" as soon as its entry is
          * replaced in the former leader's own, uncommitted log (read by {@code runtime.PendingWrites}).
          */

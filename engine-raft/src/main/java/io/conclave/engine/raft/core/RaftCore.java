@@ -87,6 +87,8 @@ public final class RaftCore {
     private final Set<String> transferTried = new HashSet<>();
     /** A leader demoted to non-voter hands over through a transfer, then steps down (also if the transfer fails). */
     private boolean stepDownAfterTransfer;
+    /** The transfer under way sent its TimeoutNow: the target may act on it however late ({@link #abortTransfer}). */
+    private boolean timeoutNowSent;
     private final ArrayDeque<HeldProposal> held = new ArrayDeque<>();
     private final ArrayDeque<PendingRead> pendingReads = new ArrayDeque<>();
     private final ArrayDeque<Long> readsAwaitingCommit = new ArrayDeque<>();
@@ -1254,6 +1256,7 @@ public final class RaftCore {
             maybeCommit();
             if (message.from().equals(transferTarget) && pr.match == log.lastIndex()) {
                 send(Message.of(MessageType.TIMEOUT_NOW, id, pr.id, term));
+                timeoutNowSent = true;
             }
         } else if (pr.state == Progress.State.SNAPSHOT && pr.match >= pr.pendingSnapshot) {
             pr.becomeProbe();
@@ -1481,21 +1484,39 @@ public final class RaftCore {
     private void startTransfer(String target) {
         transferTarget = target;
         transferElapsed = 0;
+        timeoutNowSent = false;
         transferTried.add(target);
         events.add(new CoreEvent.TransferStarted(target));
         Progress pr = progress.get(target);
         if (pr.match == log.lastIndex()) {
             send(Message.of(MessageType.TIMEOUT_NOW, id, target, term));
+            timeoutNowSent = true;
         } else {
             sendAppend(pr, true);
         }
     }
 
+    /**
+     * The transfer timed out. A leader that leaves and whose TimeoutNow went out steps down rather than lead on (issue
+     * 43): the target may yet act on the TimeoutNow (a process the machine did not schedule, a message late), and a
+     * leader that led on would append the held proposals, so that the target's campaign — which skips the leader's lease
+     * and raises every voter's term — could no longer win (its log is behind): the leader deposed, a term without a
+     * leader, and a second election an election timeout later. Stepping down appends nothing: the target, when it acts,
+     * wins with the log it has; if it never does, the others elect once their timeout runs out (the leaver never
+     * campaigns). One election either way. Before its TimeoutNow went out (the target never caught up) the target
+     * cannot campaign: the leave tries the next voter.
+     */
     private void abortTransfer() {
         events.add(new CoreEvent.TransferFailed(transferTarget));
         transferTarget = null;
+        boolean targetAsked = timeoutNowSent;
+        timeoutNowSent = false;
         if (stepDownAfterTransfer) {
             becomeFollower(term, null); // demoted, and the successor did not catch up in time: step down all the same
+            return;
+        }
+        if (leaving && targetAsked && !config.has(RaftConfig.UnsafeBug.LEAVE_LEADS_ON_AFTER_TIMEOUT_NOW)) {
+            becomeFollower(term, null);
             return;
         }
         while (!held.isEmpty()) {

@@ -55,6 +55,7 @@ public final class MetricsHttpApi {
         coreCounters.get().map(core -> {
             Map<String, Long> engine = new LinkedHashMap<>(core);
             engine.put("vertx.blocked_thread.reports", blockedThreads.reports());
+            engine.put("vertx.blocked_thread.starved_reports", blockedThreads.starvedReports());
             return withProviderCounters(engine, membershipCounters.get());
         }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {

@@ -46,7 +46,9 @@ final class PrometheusMetrics {
             Map.entry("raft.leadership.transfer", "Leadership transfers this server took part in as the target."),
             Map.entry("raft.proposals.committed", "Proposals this server committed as leader."),
             Map.entry("raft.term", "The current Raft term."),
-            Map.entry("vertx.blocked_thread.reports", "Times Vert.x reported an event loop blocked."));
+            Map.entry("vertx.blocked_thread.reports", "Times Vert.x reported an event loop blocked."),
+            Map.entry("vertx.blocked_thread.starved_reports",
+                    "Of those reports, the ones whose event loop was waiting for a CPU (a loaded machine), not held."));
 
     /** The histograms' bucket bounds: from a fast fsync (100 µs) to a slow snapshot (10 s). */
     static final java.time.Duration[] BUCKETS = java.util.stream.Stream.of(100_000L, 250_000L, 500_000L, 1_000_000L, 2_500_000L,

@@ -1,10 +1,19 @@
 package io.conclave.engine.raft.runtime;
 
 import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
 import io.vertx.core.internal.VertxInternal;
 import io.vertx.core.internal.threadchecker.BlockedThreadEvent;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -13,50 +22,235 @@ import org.slf4j.LoggerFactory;
 /**
  * Counts what Vert.x's blocked-thread checker reports — an event loop held longer than
  * {@code maxEventLoopExecuteTime} (2 s by default), or a worker held past its own limit — and logs each report
- * as Vert.x would (WARN; with the blocked thread's stack once past {@code warningExceptionTime}).
+ * with the blocked thread's stack (what ran when the checker looked).
  *
- * <p>The count is exported as {@code vertx.blocked_thread.reports} in {@code /v1/agent/metrics}, and tests
- * assert it stays zero: a blocking call on an event loop is a bug, found here rather than in production.
+ * <p>The checker measures wall-clock time since a task began, so an event loop that was ready to run but given no CPU
+ * (a loaded machine: two cores at a load of 20) trips it as a blocking call does. The kernel tells the two apart: for
+ * each report of an event loop, this reads the thread's scheduler statistics ({@code /proc/self/task/TID/schedstat} on
+ * Linux: time on a CPU, time waiting in a run queue) over the report's window, from a sample taken before the task
+ * began, and sorts the report into one {@link Kind}: {@link Kind#STARVED} (waited for a CPU for half the window or more,
+ * and ran on one for less than half the limit: on an idle machine the same task would not have tripped the checker —
+ * the loop was not held, only not scheduled: load, not a fault),
+ * {@link Kind#RAN} (work held it), {@link Kind#SLEPT} (off the CPU without waiting for one: a blocking call — I/O, a
+ * lock, a sleep), or {@link Kind#UNKNOWN} (no statistics: not Linux, or a worker thread).
+ *
+ * <p>The counts are exported in {@code /v1/agent/metrics}: {@code vertx.blocked_thread.reports} (all) and
+ * {@code vertx.blocked_thread.starved_reports} (those sorted {@link Kind#STARVED}). Tests assert that no report but a
+ * starved one was made: a blocking call on an event loop is a bug, found here rather than in production; a loaded test
+ * machine is not.
+ *
+ * <p>Threading: reports arrive on the checker's thread; samples are taken on this watch's own daemon thread, never on an
+ * event loop; each event loop registers its kernel task once, at install (reading the {@code /proc/thread-self} link,
+ * which touches no disk).
  */
 public final class BlockedThreadWatch {
 
-    private static final Logger LOG = LoggerFactory.getLogger("conclave.vertx.blocked");
-
-    private final AtomicLong reports = new AtomicLong();
-    private final List<String> described = new ArrayList<>();
-
-    private BlockedThreadWatch() {
+    /** What a reported thread did over the report's window, as the kernel counted its time. */
+    public enum Kind {
+        /** Waiting for a CPU most of the window, and on one for less than half the limit: load, not a fault. */
+        STARVED,
+        /** Not starved, and more time on a CPU than off it: work held the loop. */
+        RAN,
+        /** Not starved, and more time off the CPU (not waiting for one) than on it: a blocking call (I/O, a lock, a sleep). */
+        SLEPT,
+        /** No scheduler statistics for this thread (not Linux, or not an event loop). */
+        UNKNOWN
     }
 
-    /** Replaces the checker's handler of {@code vertx} (there is one per Vert.x instance). */
+    private static final Logger LOG = LoggerFactory.getLogger("conclave.vertx.blocked");
+    /** Samples of a thread kept: with a quarter of the limit between samples, four cover a task that began at the limit. */
+    private static final int SAMPLES_KEPT = 16;
+    /** Reports kept for {@link #describe()}: a failure message names the first ones. */
+    private static final int DESCRIBED_MAX = 20;
+
+    /** One reading of a kernel task's scheduler statistics. */
+    record Sample(long atNanos, long onCpuNanos, long waitingNanos) {
+    }
+
+    /** An event loop's kernel task and its latest samples. */
+    private static final class KernelTask {
+        final Path schedstat;
+        final Path stat;
+        final ArrayDeque<Sample> samples = new ArrayDeque<>();
+
+        KernelTask(Path folder) {
+            this.schedstat = folder.resolve("schedstat");
+            this.stat = folder.resolve("stat");
+        }
+    }
+
+    private final AtomicLong reports = new AtomicLong();
+    private final AtomicLong starvedReports = new AtomicLong();
+    private final List<String> described = new ArrayList<>();
+    private final Map<Thread, KernelTask> tasks = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService sampler;
+
+    private BlockedThreadWatch(long limitMillis) {
+        long periodMillis = Math.max(5, limitMillis / 4);
+        if (Files.isDirectory(Path.of("/proc/thread-self"))) {
+            sampler = Executors.newSingleThreadScheduledExecutor(runnable -> {
+                Thread thread = new Thread(runnable, "conclave-blocked-thread-sampler");
+                thread.setDaemon(true);
+                return thread;
+            });
+            sampler.scheduleAtFixedRate(this::sampleAll, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+        } else {
+            sampler = null;
+        }
+    }
+
+    /** Replaces the checker's handler of {@code vertx} (one per Vert.x instance), whose event loops are held at most 2 s. */
     public static BlockedThreadWatch install(Vertx vertx) {
-        BlockedThreadWatch watch = new BlockedThreadWatch();
-        ((VertxInternal) vertx).blockedThreadChecker().setThreadBlockedHandler(watch::report);
+        return install(vertx, VertxOptions.DEFAULT_MAX_EVENT_LOOP_EXECUTE_TIME_UNIT.toMillis(VertxOptions.DEFAULT_MAX_EVENT_LOOP_EXECUTE_TIME));
+    }
+
+    /**
+     * Replaces the checker's handler of {@code vertx}, whose event loops are held at most {@code limitMillis}
+     * ({@code maxEventLoopExecuteTime}): samples are taken four times per limit. Closes itself when {@code vertx} closes.
+     */
+    public static BlockedThreadWatch install(Vertx vertx, long limitMillis) {
+        BlockedThreadWatch watch = new BlockedThreadWatch(limitMillis);
+        VertxInternal internal = (VertxInternal) vertx;
+        internal.blockedThreadChecker().setThreadBlockedHandler(watch::report);
+        if (watch.sampler != null) {
+            // contexts are spread over the event loops in turn: twice their number reaches each at least once
+            for (int i = 0; i < 2 * VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE; i++) {
+                internal.createEventLoopContext().runOnContext(ignored -> watch.register(Thread.currentThread()));
+            }
+            internal.addCloseHook(completion -> {
+                watch.sampler.shutdownNow();
+                completion.succeed();
+            });
+        }
         return watch;
     }
 
+    private void register(Thread thread) {
+        if (tasks.containsKey(thread)) {
+            return;
+        }
+        try {
+            // /proc/thread-self links to <pid>/task/<tid>
+            Path link = Files.readSymbolicLink(Path.of("/proc/thread-self"));
+            tasks.put(thread, new KernelTask(Path.of("/proc/self/task").resolve(link.getFileName().toString())));
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("no scheduler statistics for {}: {}", thread.getName(), e.toString());
+        }
+    }
+
+    private void sampleAll() {
+        long now = System.nanoTime();
+        tasks.values().forEach(task -> {
+            Sample sample = read(task, now);
+            if (sample != null) {
+                synchronized (task) {
+                    task.samples.addLast(sample);
+                    if (task.samples.size() > SAMPLES_KEPT) {
+                        task.samples.removeFirst();
+                    }
+                }
+            }
+        });
+    }
+
+    private static Sample read(KernelTask task, long atNanos) {
+        try {
+            String[] fields = Files.readString(task.schedstat).trim().split("\\s+");
+            return new Sample(atNanos, Long.parseLong(fields[0]), Long.parseLong(fields[1]));
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The kernel's state letter of {@code task} now (R running or runnable, S sleeping, D waiting for a disk), or "?".
+     * Its time waiting for a CPU is counted when it gets one: a loop waiting right now shows that wait as time off the
+     * CPU, so a starved loop may be sorted SLEPT, and a sleeping one is never sorted STARVED.
+     */
+    private static String state(KernelTask task) {
+        try {
+            String stat = Files.readString(task.stat);
+            return stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+        } catch (IOException | RuntimeException e) {
+            return "?";
+        }
+    }
+
+    /**
+     * What {@code task}'s thread did between the latest sample taken before {@code sinceNanos} (the oldest kept if none
+     * is that old) and {@code now}; {@code null} without samples.
+     */
+    private static long[] window(KernelTask task, long sinceNanos, Sample now) {
+        Sample from = null;
+        synchronized (task) {
+            for (Sample sample : task.samples) {
+                if (from == null || sample.atNanos() <= sinceNanos) {
+                    from = sample;
+                }
+            }
+        }
+        if (from == null || now == null || now.atNanos() <= from.atNanos()) {
+            return null;
+        }
+        return new long[] {now.atNanos() - from.atNanos(), now.onCpuNanos() - from.onCpuNanos(), now.waitingNanos() - from.waitingNanos()};
+    }
+
+    /**
+     * The kind of a report whose window lasted {@code windowNanos}, of which the thread spent {@code onCpuNanos} on a
+     * CPU and {@code waitingNanos} waiting for one, under the limit {@code limitNanos}.
+     */
+    static Kind classify(long windowNanos, long onCpuNanos, long waitingNanos, long limitNanos) {
+        long offCpuNanos = windowNanos - onCpuNanos - waitingNanos;
+        if (onCpuNanos < limitNanos / 2 && waitingNanos >= windowNanos / 2) {
+            return Kind.STARVED;
+        }
+        return offCpuNanos > onCpuNanos ? Kind.SLEPT : Kind.RAN;
+    }
+
     private void report(BlockedThreadEvent event) {
-        String text = "thread " + event.thread().getName() + " has been blocked for "
-                + TimeUnit.NANOSECONDS.toMillis(event.duration()) + " ms, time limit is "
-                + TimeUnit.NANOSECONDS.toMillis(event.maxExecTime()) + " ms";
+        Thread thread = event.thread();
+        long now = System.nanoTime();
+        KernelTask task = tasks.get(thread);
+        long[] window = task == null ? null : window(task, now - event.duration(), read(task, now));
+        Kind kind = window == null ? Kind.UNKNOWN : classify(window[0], window[1], window[2], event.maxExecTime());
+        String text = "thread " + thread.getName() + " has been blocked for " + TimeUnit.NANOSECONDS.toMillis(event.duration())
+                + " ms, time limit is " + TimeUnit.NANOSECONDS.toMillis(event.maxExecTime()) + " ms: " + kind
+                + (window == null ? " (no scheduler statistics)" : " (of the last " + TimeUnit.NANOSECONDS.toMillis(window[0]) + " ms: on a CPU "
+                + TimeUnit.NANOSECONDS.toMillis(window[1]) + " ms, waiting for one " + TimeUnit.NANOSECONDS.toMillis(window[2]) + " ms)")
+                + "; state " + thread.getState() + (task == null ? "" : ", kernel state " + state(task));
         synchronized (described) {
-            if (described.size() < 20) {
+            if (described.size() < DESCRIBED_MAX) {
                 described.add(text);
             }
         }
         reports.incrementAndGet();
-        if (event.duration() <= event.warningExceptionTime()) {
-            LOG.warn(text);
-        } else {
-            Exception stack = new Exception("blocked thread's stack");
-            stack.setStackTrace(event.thread().getStackTrace());
-            LOG.warn(text, stack);
+        if (kind == Kind.STARVED) {
+            starvedReports.incrementAndGet();
         }
+        Exception stack = new Exception("the blocked thread's stack (what ran when the checker looked)");
+        stack.setStackTrace(thread.getStackTrace());
+        LOG.warn(text, stack);
     }
 
     /** How many reports the checker made. */
     public long reports() {
         return reports.get();
+    }
+
+    /** How many of them were of an event loop waiting for a CPU ({@link Kind#STARVED}): load, not a fault. */
+    public long starvedReports() {
+        return starvedReports.get();
+    }
+
+    /** Whether {@code thread} has been sampled (for a test: a report of a task begun before the first sample is not sorted). */
+    boolean sampled(Thread thread) {
+        KernelTask task = tasks.get(thread);
+        if (task == null) {
+            return false;
+        }
+        synchronized (task) {
+            return !task.samples.isEmpty();
+        }
     }
 
     /** The first reports, one line each (for a test's failure message). */

@@ -187,6 +187,8 @@ public final class RaftNode {
         this.transport = transport;
         this.options = options;
         this.voteRefusals = new VoteRefusalLog(id, () -> System.nanoTime() / 1_000_000);
+        this.longTickGapMillis = Math.max(1, config.electionTimeoutMinTicks() * options.tickMillis() / 2);
+        this.electionTimeoutMinMillis = config.electionTimeoutMinTicks() * options.tickMillis();
     }
 
     /**
@@ -504,8 +506,42 @@ public final class RaftNode {
         this.recentContactMillis = thresholdMillis;
     }
 
+    /** When the previous tick ran ({@code System.nanoTime()}), 0 before the first. */
+    private long lastTickNanos;
+    /** A gap between two ticks this long (half the minimum election timeout) is logged ({@link #countTick}). */
+    private final long longTickGapMillis;
+    private final long electionTimeoutMinMillis;
+
+    /**
+     * Whether this tick counts, and a warning when this node went half an election timeout or more without one: its
+     * event loop was held, or the process was not scheduled (a loaded machine, a long GC pause). Such a pause past the
+     * election timeout costs an election — followers elect another leader, or this follower campaigns — with no fault
+     * in the cluster: the line says when and how long (as etcd warns that a leader failed to send its heartbeat on time).
+     *
+     * <p>Vert.x runs a periodic timer at a fixed rate: after a pause, the ticks it missed all run at once, and the core
+     * would count the whole pause in a burst — after what arrived during the pause, so that a campaign this server starts
+     * on a message that waited (a TimeoutNow) times itself out before any answer can come back (issue 43). A tick less than
+     * half a tick after the last one counted is such a missed tick: it is dropped, as Go's ticker drops the ticks a slow
+     * receiver missed (etcd's). After a pause the core counts one tick, and times from there: it never campaigns sooner,
+     * only later, which costs no safety (no read relies on a lease).
+     */
+    private boolean countTick() {
+        long now = System.nanoTime();
+        if (lastTickNanos != 0 && now - lastTickNanos < options.tickMillis() * 1_000_000 / 2) {
+            return false;
+        }
+        long gapMillis = lastTickNanos == 0 ? 0 : (now - lastTickNanos) / 1_000_000;
+        lastTickNanos = now;
+        if (gapMillis >= longTickGapMillis) {
+            LOG.warn("{}: no Raft tick for {} ms (one is due every {} ms): its event loop was held or the process was not scheduled;"
+                    + " a pause past the election timeout ({} ms) costs an election", id, gapMillis, options.tickMillis(),
+                    electionTimeoutMinMillis);
+        }
+        return true;
+    }
+
     private void tick() {
-        if (!stopped) {
+        if (!stopped && countTick()) {
             java.util.function.LongSupplier threshold = recentContactMillis;
             if (threshold != null) { // whole ticks within the threshold, as autopilot's health counts them
                 core.recentContactTicks((int) Math.max(1, Math.min(Integer.MAX_VALUE, threshold.getAsLong() / options.tickMillis())));

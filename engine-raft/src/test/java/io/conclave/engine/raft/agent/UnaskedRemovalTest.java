@@ -11,7 +11,6 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.net.ServerSocket;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -55,7 +54,7 @@ class UnaskedRemovalTest {
                         + raftPorts.get(i) + "}}";
                 agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
             }
-            Await.until("a leader all three agree on", Duration.ofSeconds(30), () -> {
+            Await.until("a leader all three agree on", Await.DEADLINE, () -> {
                 String leader = leaderOf(agents.get(0));
                 return !leader.isEmpty() && agents.stream().allMatch(agent -> leader.equals(leaderOf(agent)));
             });
@@ -66,14 +65,14 @@ class UnaskedRemovalTest {
             Agent removed = followers.get(0);
             AgentTest.Response remove = AgentTest.request(leader.httpPort(), HttpMethod.DELETE, "/v1/operator/raft/peer?id=" + removed.nodeId());
             assertEquals(200, remove.status(), remove.body());
-            Await.until("the server removed without asking stopped by itself", Duration.ofSeconds(15), () -> removed.terminated().isComplete());
+            Await.until("the server removed without asking stopped by itself", Await.SELF_STOP, () -> removed.terminated().isComplete());
             assertNotNull(removed.failure(), "it stopped as a failure (exit 1), for its supervisor to restart it");
             assertTrue(removed.failure().getMessage().contains("without having asked to leave"), removed.failure().getMessage());
 
             Agent leaving = followers.get(1);
             AgentTest.Response leave = AgentTest.request(leaving.httpPort(), HttpMethod.PUT, "/v1/agent/leave");
             assertEquals(200, leave.status(), leave.body());
-            Await.until("the leaving server stopped", Duration.ofSeconds(15), () -> leaving.terminated().isComplete());
+            Await.until("the leaving server stopped", Await.SELF_STOP, () -> leaving.terminated().isComplete());
             assertNull(leaving.failure(), "a leave is no failure (exit 0)");
             JsonObject configuration = new JsonObject(AgentTest.request(leader.httpPort(), HttpMethod.GET,
                     "/v1/operator/raft/configuration").body());

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  */
 class RaftNodeClusterTest {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(20);
+    private static final Duration DEADLINE = Await.FAST_NODES;
     private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 200, 20, 2, 0);
     private static final RaftConfig CONFIG = RaftConfig.defaults();
 

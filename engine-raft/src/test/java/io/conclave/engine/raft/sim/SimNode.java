@@ -258,7 +258,7 @@ final class SimNode {
     }
 
     void tick() {
-        if (up && !paused()) { // a frozen process misses its timer ticks; the next one after it resumes fires
+        if (up && !paused()) { // a frozen process misses its timer ticks; the next one after it resumes fires (RaftNode drops a late timer's missed ticks)
             core.tick();
             pump();
             simulation.hooks.ticked(this);

@@ -9,10 +9,27 @@ import java.util.Collection;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
-/** Waiting in tests of real (non-simulated) nodes: always for a condition, always with a deadline ({@link Poll}). */
+/**
+ * Waiting in tests of real (non-simulated) nodes: always for a condition, always with a deadline ({@link Poll}). The
+ * engine's real-network tests take their deadlines from here, each with its reason, sized for a loaded two-core machine
+ * (issue 43); the distribution's process tests have theirs in its {@code harness/Deadlines}.
+ */
 public final class Await {
 
+    /**
+     * A condition of agents or nodes in this JVM (a leader agreed on, a write applied, a member seen): no JVM to start,
+     * real sockets and timers, on two loaded cores.
+     */
     public static final Duration DEADLINE = Duration.ofSeconds(30);
+
+    /**
+     * A condition of {@code RaftNode}s ticking every 20 ms in this JVM (elections within a second): two loaded cores'
+     * pauses included.
+     */
+    public static final Duration FAST_NODES = Duration.ofSeconds(20);
+
+    /** An agent in this JVM stops by itself once its removal or leave committed: the commit, its drain, Vert.x's close. */
+    public static final Duration SELF_STOP = Duration.ofSeconds(15);
 
     private Await() {
     }

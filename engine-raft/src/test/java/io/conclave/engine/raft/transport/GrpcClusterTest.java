@@ -49,7 +49,7 @@ import org.junit.jupiter.api.Test;
  */
 class GrpcClusterTest {
 
-    private static final Duration DEADLINE = Duration.ofSeconds(30);
+    private static final Duration DEADLINE = Await.DEADLINE;
     private static final String CLUSTER = "cluster-test";
     private static final RaftNode.Options OPTIONS = new RaftNode.Options(20, 100, 10, 2, 0);
 
