@@ -21,8 +21,13 @@ import org.junit.jupiter.api.TestInfo;
 class CheckersCatchBugsTest {
 
     static final int MAX_SEEDS = 40;
-    /** The randomized run must catch each mutation within this many seeds. */
-    static final int MAX_RANDOMIZED_SEEDS = Integer.getInteger("sim.mutationSeeds", 1200);
+    /**
+     * The randomized run must catch each mutation within this many seeds (the seeds run from 1, so a given core always
+     * gives the same answer; a mutation caught early costs little, only one caught late runs long). The hardest is
+     * {@code VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED}: first caught at seed 455 before the commit bump and batched reads
+     * changed the message patterns, at seed 1,931 after them; 4,000 leaves room for the next such change.
+     */
+    static final int MAX_RANDOMIZED_SEEDS = Integer.getInteger("sim.mutationSeeds", 4000);
 
     interface Run {
         void run(long seed);
