@@ -467,7 +467,7 @@ public final class CatalogHttpApi {
             return Future.succeededFuture(null);
         }
         BlockingWatches.Handle<Catalog> watch = catalog.watches().await(query, index, Requests.jittered(wait));
-        request.response().closeHandler(closed -> watch.cancel());
+        http.whenDone(request, watch::cancel); // answered, or its connection or stream gone: not the response's closeHandler, which HttpApi holds for a forwarded stream
         return watch.woken();
     }
 

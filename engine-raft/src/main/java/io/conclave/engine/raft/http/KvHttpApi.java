@@ -119,7 +119,7 @@ public final class KvHttpApi {
             return Future.succeededFuture(false);
         }
         BlockingWatches.Handle<Boolean> watch = kv.watches().await(query, index, Requests.jittered(wait));
-        request.response().closeHandler(closed -> watch.cancel());
+        http.whenDone(request, watch::cancel); // answered, or its connection or stream gone: not the response's closeHandler, which HttpApi holds for a forwarded stream
         return watch.woken();
     }
 
