@@ -45,6 +45,7 @@ import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.http.SessionHttpApi;
 import io.conclave.engine.raft.http.SnapshotHttpApi;
 import io.conclave.engine.raft.http.TxnHttpApi;
+import io.conclave.engine.raft.http.TimelineHttpApi;
 import io.conclave.engine.raft.http.UiHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.plugins.PluginException;
@@ -333,7 +334,8 @@ final class AgentAssembly implements Assembly {
         ConclaveConfig.Raft timing = config.raft();
         RaftTiming ticks = RaftTiming.of(timing);
         RaftNode.Options options = new RaftNode.Options(ticks.tickMillis(), timing.snapshotThreshold(), timing.trailingLogs(), 2,
-                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
+                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes(),
+                config.ui().timelineEvents());
         // the replicated settings and ACLs follow the system entries from the first one a restored snapshot holds
         ConclaveConfig.Autopilot seed = config.autopilot();
         autopilotService = new AutopilotService(new AutopilotSettings(seed.cleanupDeadServers(), seed.lastContactThreshold(),
@@ -483,6 +485,7 @@ final class AgentAssembly implements Assembly {
         }
         startLocalAgent();
         new AutopilotHttpApi(autopilotService).register(http);
+        new TimelineHttpApi(vertx, node.timeline()).register(http);
         operator = new NodeOperator(node, admission, autopilotService::settings);
         new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT), this::nodeName).register(http);
         metricsApi = new MetricsHttpApi(node::coreCounters, node.metrics(), blockedThreads, this::providerCounters);
