@@ -37,6 +37,7 @@ public final class Timeline {
         PROMOTE("promote"),
         DEMOTE("demote"),
         REMOVE("remove"),
+        LEAVE("leave"),
         FAILED("failed"),
         SNAPSHOT_TAKEN("snapshot-taken"),
         SNAPSHOT_INSTALLED("snapshot-installed");
@@ -54,7 +55,8 @@ public final class Timeline {
 
         /** Whether a write gap is measured around it: leader and membership changes. */
         public boolean measuresWriteGap() {
-            return this == LEADER || this == JOIN || this == PROMOTE || this == DEMOTE || this == REMOVE || this == FAILED;
+            return this == LEADER || this == JOIN || this == PROMOTE || this == DEMOTE || this == REMOVE || this == LEAVE
+                    || this == FAILED;
         }
     }
 

@@ -16,7 +16,7 @@ const LANE_HEIGHT = 28;
 const LANES = [
   {name: 'Leader', types: ['leader']},
   {name: 'Elections', types: ['election-started', 'election-won']},
-  {name: 'Membership', types: ['join', 'promote', 'demote', 'remove', 'failed']},
+  {name: 'Membership', types: ['join', 'promote', 'demote', 'remove', 'leave', 'failed']},
   {name: 'Snapshots', types: ['snapshot-taken', 'snapshot-installed']},
 ];
 const GAP_HEIGHT = 60;
@@ -61,7 +61,8 @@ function chart(events, now) {
   for (let minutes = 0; minutes <= 60; minutes += 10) {
     const at = start + minutes * 60 * 1000;
     root.append(svg('line', {x1: x(at), x2: x(at), y1: 0, y2: gapTop + GAP_HEIGHT, class: 'grid'}));
-    root.append(svg('text', {x: x(at), y: height - 6, class: 'tick'}, clock(at)));
+    const anchor = minutes === 0 ? ' start' : minutes === 60 ? ' end' : '';
+    root.append(svg('text', {x: x(at), y: height - 6, class: 'tick' + anchor}, clock(at)));
   }
   const gaps = shown.filter(event => typeof event.WriteGapMillis === 'number');
   const longest = Math.max(1, ...gaps.map(event => event.WriteGapMillis));
