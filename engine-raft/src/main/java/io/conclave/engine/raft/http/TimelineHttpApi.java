@@ -48,22 +48,27 @@ public final class TimelineHttpApi {
         }
         Context context = vertx.getOrCreateContext();
         AtomicBoolean answered = new AtomicBoolean();
-        Runnable once = () -> {
+        long[] timer = {-1};
+        Runnable woken = () -> { // on this request's context
             if (answered.compareAndSet(false, true)) {
+                vertx.cancelTimer(timer[0]);
                 answer(request);
             }
         };
-        Timeline.Waiter waiter = timeline.await(index, () -> context.runOnContext(v -> once.run()));
-        long timer = vertx.setTimer(Math.max(1, Requests.jittered(wait).toMillis()), t -> {
+        Timeline.Waiter waiter = timeline.await(index, () -> context.runOnContext(v -> woken.run()));
+        timer[0] = vertx.setTimer(Math.max(1, Requests.jittered(wait).toMillis()), t -> {
             waiter.cancel();
-            once.run();
+            woken.run();
         });
-        request.response().closeHandler(closed -> {
-            waiter.cancel();
-            vertx.cancelTimer(timer);
-            answered.set(true);
-        });
-        request.response().endHandler(ended -> vertx.cancelTimer(timer));
+        if (request.version() != io.vertx.core.http.HttpVersion.HTTP_2) {
+            // a client gone: its waiter goes at once. Not on a request a client agent forwarded (HTTP/2): HttpApi's own
+            // handlers count that stream's end, and one handler replaces the other; the timer ends that wait.
+            request.response().closeHandler(closed -> {
+                answered.set(true);
+                waiter.cancel();
+                vertx.cancelTimer(timer[0]);
+            });
+        }
     }
 
     private void answer(HttpServerRequest request) {
