@@ -56,7 +56,7 @@ final class AgentCommand implements Callable<Integer> {
     /** The configuration files (or {@code -dev}'s), with the UI turned on over them by {@code -ui}. */
     private ConclaveConfig load() {
         ConclaveConfig config = AgentLauncher.loadConfig(configFiles, configDirs, dev);
-        return ui ? config.withUi(new ConclaveConfig.Ui(true)) : config;
+        return ui ? config.withUi(config.ui().withEnabled(true)) : config;
     }
 
     private static Path defaultPluginsDir() {

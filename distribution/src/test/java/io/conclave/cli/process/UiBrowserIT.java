@@ -1,6 +1,7 @@
 package io.conclave.cli.process;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -43,7 +44,8 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * back over HTTP; a key changed over HTTP shows in the open page without a reload (the same element, its text changed
  * by a blocking query); an edit from a stale ModifyIndex is refused (CAS); a key named {@code <img src=x
  * onerror=alert(1)>} holding {@code <script>alert(2)</script>} shows as text and no dialog opens; members, sessions,
- * services and nodes are listed; a folder is deleted after the in-page confirmation; and a read-only token's delete
+ * services and nodes are listed; the timeline lists and draws the leader the follower learned of; a folder is
+ * deleted after the in-page confirmation; and a read-only token's delete
  * shows the agent's 403 message. Screenshots go to {@code target/ui-screenshots}. Under {@code CI=true} a missing
  * browser fails the test.
  */
@@ -251,6 +253,12 @@ class UiBrowserIT {
                 screenshot(driver, "service");
                 driver.get(base + "/ui/#/nodes");
                 wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("nodes"), "web-node"));
+
+                // the timeline of the follower the page is on: the leader it learned of, in the list and on the chart
+                driver.get(base + "/ui/#/timeline");
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("timeline"), "new leader"));
+                assertFalse(driver.findElements(By.cssSelector("svg.timeline-chart circle.leader")).isEmpty(), "the leader on the chart");
+                screenshot(driver, "timeline");
 
                 // a folder deleted after the in-page confirmation
                 driver.get(base + "/ui/#/kv/ui/");

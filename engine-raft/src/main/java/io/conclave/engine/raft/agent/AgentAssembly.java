@@ -10,6 +10,7 @@ import io.conclave.api.autopilot.PromoterProvider;
 import io.conclave.api.membership.Member;
 import io.conclave.api.membership.MemberStatus;
 import io.conclave.api.membership.MemberTags;
+import io.conclave.api.membership.MembershipEvent;
 import io.conclave.api.membership.Membership;
 import io.conclave.api.membership.MembershipProvider;
 import io.conclave.api.membership.MembershipSettings;
@@ -45,6 +46,7 @@ import io.conclave.engine.raft.http.OperatorHttpApi;
 import io.conclave.engine.raft.http.SessionHttpApi;
 import io.conclave.engine.raft.http.SnapshotHttpApi;
 import io.conclave.engine.raft.http.TxnHttpApi;
+import io.conclave.engine.raft.http.TimelineHttpApi;
 import io.conclave.engine.raft.http.UiHttpApi;
 import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.plugins.PluginException;
@@ -53,6 +55,7 @@ import io.conclave.engine.raft.plugins.ProviderInfo;
 import io.conclave.engine.raft.plugins.Spi;
 import io.conclave.engine.raft.runtime.BlockedThreadWatch;
 import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.runtime.Timeline;
 import io.conclave.engine.raft.service.AutopilotService;
 import io.conclave.engine.raft.service.CatalogReconciler;
 import io.conclave.engine.raft.service.CatalogService;
@@ -147,6 +150,8 @@ final class AgentAssembly implements Assembly {
     private CatalogService catalog;
     private CatalogReconciler catalogReconciler;
     private AutoCloseable membershipSubscription;
+    /** Puts gossip's leaves and failures of servers on the node's timeline. */
+    private AutoCloseable timelineSubscription;
     private AclStore aclStore;
     private AclHttpApi aclApi;
     private AutopilotService autopilotService;
@@ -333,7 +338,8 @@ final class AgentAssembly implements Assembly {
         ConclaveConfig.Raft timing = config.raft();
         RaftTiming ticks = RaftTiming.of(timing);
         RaftNode.Options options = new RaftNode.Options(ticks.tickMillis(), timing.snapshotThreshold(), timing.trailingLogs(), 2,
-                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes());
+                timing.snapshotInterval().toMillis(), timing.snapshotThresholdBytes(), timing.trailingLogsBytes(),
+                config.ui().timelineEvents());
         // the replicated settings and ACLs follow the system entries from the first one a restored snapshot holds
         ConclaveConfig.Autopilot seed = config.autopilot();
         autopilotService = new AutopilotService(new AutopilotSettings(seed.cleanupDeadServers(), seed.lastContactThreshold(),
@@ -483,10 +489,38 @@ final class AgentAssembly implements Assembly {
         }
         startLocalAgent();
         new AutopilotHttpApi(autopilotService).register(http);
+        timelineSubscription = membership.subscribe(this::recordOnTimeline);
+        new TimelineHttpApi(vertx, node.timeline()).register(http);
         operator = new NodeOperator(node, admission, autopilotService::settings);
         new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT), this::nodeName).register(http);
         metricsApi = new MetricsHttpApi(node::coreCounters, node.metrics(), blockedThreads, this::providerCounters);
         metricsApi.register(http);
+    }
+
+    /**
+     * A server's leave intent or failure as gossip reports it, on the node's timeline (any thread: the timeline is
+     * thread-safe); the Raft configuration's changes come from the node itself. Client agents are not recorded.
+     */
+    private void recordOnTimeline(MembershipEvent event) {
+        Timeline.Type type = timelineType(event);
+        if (type != null) {
+            RaftNode.Status status = node.status();
+            String server = event.member().tags().getOrDefault(MemberTags.NODE_ID, event.member().name());
+            node.timeline().record(type, status.term(), status.lastIndex(), server, "gossip: server " + event.member().name()
+                    + (type == Timeline.Type.LEAVE ? " announced it leaves" : " stopped answering (failed)"));
+        }
+    }
+
+    /** The timeline's event for a gossip event: a server's leave intent or failure; null for anything else. */
+    static Timeline.Type timelineType(MembershipEvent event) {
+        if (!MemberTags.ROLE_SERVER.equals(event.member().tags().get(MemberTags.ROLE))) {
+            return null;
+        }
+        return switch (event.type()) {
+            case LEFT -> Timeline.Type.LEAVE;
+            case FAILED -> Timeline.Type.FAILED;
+            default -> null;
+        };
     }
 
     /** This server's own services and checks (every server is also an agent that holds some): kept in data_dir, run here. */
@@ -767,6 +801,13 @@ final class AgentAssembly implements Assembly {
         }
         if (tombstoneReaper != null) {
             tombstoneReaper.stop();
+        }
+        if (timelineSubscription != null) {
+            try {
+                timelineSubscription.close();
+            } catch (Exception e) {
+                LOG.debug("closing the timeline's membership subscription: {}", e.getMessage());
+            }
         }
         if (membershipSubscription != null) {
             try {

@@ -199,8 +199,14 @@ public record ConclaveConfig(
     /**
      * {@code ui_config}: Consul's key for the web UI. {@code enabled}: every agent serves the UI at {@code /ui/} and
      * redirects {@code /} there (off by default, on in {@code -dev} and with the {@code -ui} flag, as Consul's).
+     * {@code timeline_events} (Conclave's): the most events each server's timeline keeps, whether or not the UI is on
+     * ({@code GET /v1/conclave/timeline}).
      */
-    public record Ui(boolean enabled) {
+    public record Ui(boolean enabled, int timelineEvents) {
+        /** This setting with the UI turned on or off. */
+        public Ui withEnabled(boolean on) {
+            return new Ui(on, timelineEvents);
+        }
     }
 
     /** This configuration with {@code ui} instead of its own (the {@code -ui} flag turns the UI on over the files). */

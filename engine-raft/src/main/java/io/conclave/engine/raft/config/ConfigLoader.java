@@ -3,6 +3,7 @@ package io.conclave.engine.raft.config;
 import io.conclave.engine.raft.Limits;
 import io.conclave.engine.raft.core.RaftConfig;
 import io.conclave.engine.raft.runtime.RaftNode;
+import io.conclave.engine.raft.runtime.Timeline;
 import io.conclave.api.membership.GossipSettings;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
@@ -451,11 +452,15 @@ public final class ConfigLoader {
     }
 
     /** {@code acl}: {@code enabled}, {@code default_policy}, {@code tokens.initial_management}, {@code tokens.agent}. */
-    /** {@code ui_config}: the web UI, on by default in {@code -dev} only (Consul's {@code ui_config.enabled}). */
+    /**
+     * {@code ui_config}: the web UI, on by default in {@code -dev} only (Consul's {@code ui_config.enabled}), and the
+     * size of each server's timeline (Conclave's {@code timeline_events}).
+     */
     private static ConclaveConfig.Ui readUi(JsonReader json, boolean dev) {
         boolean enabled = json.bool("enabled", dev);
+        int timelineEvents = (int) json.integer("timeline_events", Timeline.DEFAULT_EVENTS, 1, Timeline.MAX_EVENTS);
         json.finish();
-        return new ConclaveConfig.Ui(enabled);
+        return new ConclaveConfig.Ui(enabled, timelineEvents);
     }
 
     private static ConclaveConfig.Acl readAcl(JsonReader json) {

@@ -172,6 +172,9 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.equals("/v1/operator/keyring")) {
             return read ? Authorizer::keyringRead : Authorizer::keyringWrite; // Consul's: the list shows the keys themselves
         }
+        if (path.equals(TimelineHttpApi.PATH)) {
+            return Authorizer::operatorRead; // Conclave's: elections and membership changes are operator information
+        }
         if (path.startsWith("/v1/operator/")) {
             return read ? Authorizer::operatorRead : Authorizer::operatorWrite;
         }

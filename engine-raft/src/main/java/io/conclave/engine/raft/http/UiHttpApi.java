@@ -47,7 +47,7 @@ public final class UiHttpApi {
 
     /** The UI's files, relative to {@link #RESOURCES}: a list, since a module's resources cannot be listed. */
     static final List<String> FILES = List.of("index.html", "style.css", "app.js", "api.js", "dom.js", "pages/overview.js",
-            "pages/members.js", "pages/kv.js", "pages/sessions.js", "pages/services.js", "pages/nodes.js", "favicon.svg");
+            "pages/members.js", "pages/kv.js", "pages/sessions.js", "pages/services.js", "pages/nodes.js", "pages/timeline.js", "favicon.svg");
 
     private static final String RESOURCES = "ui/";
 

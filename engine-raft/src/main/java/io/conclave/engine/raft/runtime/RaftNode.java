@@ -71,9 +71,16 @@ public final class RaftNode {
      * bytes. With 512 KiB values, entry counts alone would let gigabytes pile up.
      *
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
+     * @param timelineEvents         the most events the node's {@link Timeline} keeps
      */
     public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
-                          long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes) {
+                          long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes, int timelineEvents) {
+
+        public Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
+                       long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes) {
+            this(tickMillis, snapshotThreshold, trailingLogs, retainedSnapshots, snapshotIntervalMillis, snapshotThresholdBytes,
+                    trailingLogsBytes, Timeline.DEFAULT_EVENTS);
+        }
 
         public static final long DEFAULT_SNAPSHOT_THRESHOLD_BYTES = 32L << 20;
         public static final long DEFAULT_TRAILING_LOGS_BYTES = 8L << 20;
@@ -118,6 +125,10 @@ public final class RaftNode {
     private StateMachine.Restoration restoration;
     private final List<Consumer<CoreEvent>> listeners = new ArrayList<>();
     private final NodeMetrics metrics = new NodeMetrics();
+    /** Elections, leaders, membership changes and snapshots as this node saw them (any thread reads it). */
+    private final Timeline timeline;
+    /** Fills the timeline from the core's events (on the context); set once the storage is restored. */
+    private TimelineRecorder timelineRecorder;
     private long nextRequestId = 1;
     private long applied;
     private long snapshotIndex;
@@ -186,6 +197,7 @@ public final class RaftNode {
         this.stateMachine = stateMachine;
         this.transport = transport;
         this.options = options;
+        this.timeline = new Timeline(options.timelineEvents(), System::currentTimeMillis);
         this.voteRefusals = new VoteRefusalLog(id, () -> System.nanoTime() / 1_000_000);
         this.longTickGapMillis = Math.max(1, config.electionTimeoutMinTicks() * options.tickMillis() / 2);
         this.electionTimeoutMinMillis = config.electionTimeoutMinTicks() * options.tickMillis();
@@ -263,6 +275,8 @@ public final class RaftNode {
             core.markStateless();
             stateless = true;
         }
+        // compared with the first configuration committed after: a restart records no join for the servers it knew
+        timelineRecorder = new TimelineRecorder(timeline, core.configuration().servers().isEmpty() ? null : core.configuration());
         if (bootstrap != null && storage.log().lastIndex() == 0 && storage.stable().currentTerm() == 0 && snapshot == null) {
             core.bootstrap(bootstrap);
         }
@@ -795,6 +809,11 @@ public final class RaftNode {
         return status;
     }
 
+    /** Elections, leaders, membership changes and snapshots as this node saw them, newest last (any thread). */
+    public Timeline timeline() {
+        return timeline;
+    }
+
     /** The runtime's latency samples and snapshot count (any thread). */
     public NodeMetrics metrics() {
         return metrics;
@@ -955,6 +974,8 @@ public final class RaftNode {
             rebuildTarget = 0;
             appliedBytesSinceSnapshot = 0;
             lastSnapshotBytes = meta.sizeBytes();
+            timeline.record(Timeline.Type.SNAPSHOT_INSTALLED, meta.lastTerm(), meta.lastIndex(), null,
+                    "snapshot from the leader installed (" + meta.sizeBytes() + " bytes)");
             return true;
         }
 
@@ -966,6 +987,7 @@ public final class RaftNode {
         @Override
         public void event(CoreEvent event) {
             CoreEventLog.log(id, event);
+            timelineRecorder.event(event, core.term(), core.lastIndex());
             if (event instanceof CoreEvent.VoteRefused refused) {
                 String line = voteRefusals.refused(refused);
                 if (line != null) {
@@ -1027,6 +1049,7 @@ public final class RaftNode {
             if (core.role() != Role.LEADER) {
                 failWritesOfLostLeadership();
             }
+            timeline.committed(core.commitIndex()); // O(1): when the commit index moved, the open write gaps close
             maybeSnapshot();
         }
     };
@@ -1221,6 +1244,8 @@ public final class RaftNode {
                 snapshotIndex = index;
                 lastSnapshotBytes = result.result().sizeBytes();
                 core.snapshotTaken(result.result(), compactTo);
+                timeline.record(Timeline.Type.SNAPSHOT_TAKEN, term, index, null,
+                        "snapshot taken (" + result.result().sizeBytes() + " bytes)");
             } else {
                 fatal(result.cause());
             }

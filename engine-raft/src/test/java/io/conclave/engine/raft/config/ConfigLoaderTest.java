@@ -43,6 +43,17 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void when_the_timeline_size_is_read_then_it_defaults_to_a_thousand_events_and_a_size_out_of_bounds_is_refused_by_its_key() {
+        assertEquals(1000, ConfigLoader.parse("{\"data_dir\": \"/x\"}", false, "test.json").ui().timelineEvents());
+        assertEquals(50, ConfigLoader.parse("{\"data_dir\": \"/x\", \"ui_config\": {\"timeline_events\": 50}}", false, "test.json")
+                .ui().timelineEvents());
+        for (String wrong : new String[] {"0", "-1", "100001", "\"many\"", "1.5"}) {
+            ConfigException refused = rejected("{\"data_dir\": \"/x\", \"ui_config\": {\"timeline_events\": " + wrong + "}}");
+            assertEquals("ui_config.timeline_events", refused.key(), wrong);
+        }
+    }
+
+    @Test
     void when_full_file_then_every_key_is_read() {
         ConclaveConfig config = ConfigLoader.parse("""
                 {"node_name": "s1", "node_id": "0b7c5b4e-0d93-4c3e-9a1f-2f0c8b5c3a11", "datacenter": "east",

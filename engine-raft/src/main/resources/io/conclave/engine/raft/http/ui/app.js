@@ -9,8 +9,9 @@ import * as kv from './pages/kv.js';
 import * as sessions from './pages/sessions.js';
 import * as services from './pages/services.js';
 import * as nodes from './pages/nodes.js';
+import * as timeline from './pages/timeline.js';
 
-const PAGES = {overview, members, kv, sessions, services, nodes};
+const PAGES = {overview, members, kv, sessions, services, nodes, timeline};
 
 let running = null;
 
