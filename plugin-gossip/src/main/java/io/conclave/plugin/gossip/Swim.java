@@ -110,8 +110,15 @@ final class Swim {
     private final Random random;
     private final Node self;
     private final Map<String, Node> nodes = new LinkedHashMap<>();
-    /** Members pruned by a force-leave: name to the intent's time, so a stale alive does not bring them back. */
-    private final Map<String, long[]> pruned = new HashMap<>();
+    /**
+     * A member pruned by a force-leave: the intent's time, so a stale alive does not bring it back; when it was pruned
+     * here, to forget it after a tombstone period; and its address, to reconnect to it meanwhile (a forged prune).
+     */
+    private record Pruned(long time, long atMillis, String address) {
+    }
+
+    /** Members pruned by a force-leave, by name. */
+    private final Map<String, Pruned> pruned = new HashMap<>();
     /** Tombstones reaped here: name to when, so that a push-pull with a member that still keeps one does not renew it. */
     private final Map<String, Long> reapedTombstones = new HashMap<>();
     private final BroadcastQueue broadcasts = new BroadcastQueue();
@@ -473,9 +480,9 @@ final class Swim {
             }
             return;
         }
-        long[] prunedAt = pruned.get(alive.node());
+        Pruned prunedAt = pruned.get(alive.node());
         if (prunedAt != null) {
-            if (alive.joinTime() <= prunedAt[0]) {
+            if (alive.joinTime() <= prunedAt.time()) {
                 return;
             }
             pruned.remove(alive.node());
@@ -650,7 +657,7 @@ final class Swim {
         }
         if (leave.prune()) {
             if (pruned.size() < GossipLimits.MAX_MEMBERS) {
-                pruned.put(node.name, new long[] {leave.time(), environment.nowMillis()});
+                pruned.put(node.name, new Pruned(leave.time(), environment.nowMillis(), node.address));
             }
             reap(node);
         }
@@ -812,9 +819,17 @@ final class Swim {
 
     // ---- reconnect and reap ----
 
+    /**
+     * Reaps the failed past {@code reconnect_timeout} and the left past {@code tombstone_timeout}, and pushes and pulls
+     * state with one member we hold failed, left or pruned, at random, as serf reconnects to failed members. The left
+     * and the pruned too: nothing else reaches them (no probe, no push-pull, gossip only for a short while), so a
+     * member exiled by a forged leave whose refutation was lost (a flooded UDP buffer) would otherwise stay exiled for
+     * good, and two members that each hold the other left would never speak again. One that really left refuses the
+     * connection, or answers that it left.
+     */
     private void reconnectAndReap() {
         long now = environment.nowMillis();
-        List<Node> failed = new ArrayList<>();
+        List<String> gone = new ArrayList<>();
         for (Node node : new ArrayList<>(nodes.values())) {
             if (node == self) {
                 continue;
@@ -823,17 +838,21 @@ final class Swim {
                 reap(node);
             } else if (node.state == MemberState.LEFT && now - node.stateChangeMillis >= settings.tombstoneTimeout().toMillis()) {
                 reap(node);
-            } else if (node.state == MemberState.FAILED) {
-                failed.add(node);
+            } else if (node.state == MemberState.FAILED || node.state == MemberState.LEFT) {
+                gone.add(node.address);
             }
         }
-        pruned.values().removeIf(at -> now - at[1] >= settings.tombstoneTimeout().toMillis());
+        pruned.values().removeIf(at -> now - at.atMillis() >= settings.tombstoneTimeout().toMillis());
         reapedTombstones.values().removeIf(at -> now - at >= settings.tombstoneTimeout().toMillis());
-        if (!failed.isEmpty() && !leaving) {
-            Node node = failed.get(random.nextInt(failed.size()));
-            join(List.of(node.address), failures -> {
+        for (Pruned at : pruned.values()) {
+            gone.add(at.address());
+        }
+        gone.removeIf(String::isEmpty);
+        if (!gone.isEmpty() && !leaving) {
+            String address = gone.get(random.nextInt(gone.size()));
+            join(List.of(address), failures -> {
                 if (failures.isEmpty()) {
-                    LOG.debug("gossip: reconnected to failed member {}", node.name);
+                    LOG.debug("gossip: reconnected to failed, left or pruned member at {}", address);
                 }
             });
         }
