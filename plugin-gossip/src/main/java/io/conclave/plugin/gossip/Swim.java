@@ -76,6 +76,11 @@ final class Swim {
         long statusTime;
         Suspicion suspicion;
         Timer suspicionTimer;
+        /**
+         * Left, and a reconnect found it gone (the connection refused) or heard it say so: not tried again, so that a
+         * server that left and later starts without joining stays out, as serf keeps it.
+         */
+        boolean departureConfirmed;
 
         Node(String name, String address, Map<String, String> tags, long incarnation, MemberState state, long statusTime,
              long nowMillis) {
@@ -685,6 +690,7 @@ final class Swim {
     private void setState(Node node, MemberState state) {
         node.state = state;
         node.stateChangeMillis = environment.nowMillis();
+        node.departureConfirmed = false;
         if (state != MemberState.SUSPECT) {
             cancelSuspicion(node);
         }
@@ -824,8 +830,9 @@ final class Swim {
      * state with one member we hold failed, left or pruned, at random, as serf reconnects to failed members. The left
      * and the pruned too: nothing else reaches them (no probe, no push-pull, gossip only for a short while), so a
      * member exiled by a forged leave whose refutation was lost (a flooded UDP buffer) would otherwise stay exiled for
-     * good, and two members that each hold the other left would never speak again. One that really left refuses the
-     * connection, or answers that it left.
+     * good, and two members that each hold the other left would never speak again. A left or pruned member is tried
+     * until it refuses the connection (it is gone) or answers (it says it left, or its answer brings it back); one that
+     * does not answer (a flood, a partition) is tried again.
      */
     private void reconnectAndReap() {
         long now = environment.nowMillis();
@@ -838,7 +845,7 @@ final class Swim {
                 reap(node);
             } else if (node.state == MemberState.LEFT && now - node.stateChangeMillis >= settings.tombstoneTimeout().toMillis()) {
                 reap(node);
-            } else if (node.state == MemberState.FAILED || node.state == MemberState.LEFT) {
+            } else if (node.state == MemberState.FAILED || (node.state == MemberState.LEFT && !node.departureConfirmed)) {
                 gone.add(node.address);
             }
         }
@@ -851,11 +858,25 @@ final class Swim {
         if (!gone.isEmpty() && !leaving) {
             String address = gone.get(random.nextInt(gone.size()));
             join(List.of(address), failures -> {
-                if (failures.isEmpty()) {
+                Throwable failure = failures.get(address);
+                if (failure == null) {
                     LOG.debug("gossip: reconnected to failed, left or pruned member at {}", address);
+                }
+                if (failure == null || failure instanceof java.net.ConnectException) {
+                    confirmDeparture(address);
                 }
             });
         }
+    }
+
+    /** The members at {@code address} still left or pruned after a reconnect that was refused or answered: gone. */
+    private void confirmDeparture(String address) {
+        for (Node node : nodes.values()) {
+            if (node != self && node.state == MemberState.LEFT && node.address.equals(address)) {
+                node.departureConfirmed = true;
+            }
+        }
+        pruned.replaceAll((name, at) -> at.address().equals(address) ? new Pruned(at.time(), at.atMillis(), "") : at);
     }
 
     // ---- probing ----
