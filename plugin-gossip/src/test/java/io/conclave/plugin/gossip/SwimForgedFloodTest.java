@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
  * ForgedGossipLoopbackTest's flood in the simulator, seeded: every kind of forged leave, death, suspicion and alive,
  * at every value within the bound and beyond it, as packets and push-pull frames, sent to one member after the other
  * while the members are slow (a share of the forged packets and of the members' own gossip is lost, as a UDP receive
- * buffer overflows on a busy machine). However much is lost, every member sees the other two alive soon after.
+ * buffer overflows on a busy machine). However much is lost, every member sees the other two alive soon after; and
+ * the reconnect to left members that brings them back ends once a member that really left refuses the connection.
  */
 class SwimForgedFloodTest {
 
@@ -113,6 +114,28 @@ class SwimForgedFloodTest {
                     .allMatch(subject -> observer.stateOf(subject.name) == MemberState.ALIVE)), 15_000);
             assertTrue(took >= 0, "seed " + seed + ": not every member alive everywhere 15 s after the network healed:" + views(cluster)
                     + "\nreplay: mvn -B -pl plugin-gossip surefire:test -Dtest=SwimForgedFloodTest#" + test + " -Dgossip.seed=" + seed);
+        });
+    }
+
+    /**
+     * The reconnect to left members has an end: a member that left and exited refuses the connection, and is not tried
+     * again, so that a server that left and later starts without joining stays out (serf's rule).
+     */
+    @Test
+    void when_a_member_left_and_exited_then_a_reconnect_finds_it_gone_and_does_not_try_it_again() {
+        String test = "when_a_member_left_and_exited_then_a_reconnect_finds_it_gone_and_does_not_try_it_again";
+        Seeds.of(20).forEach(seed -> {
+            SimCluster cluster = SwimSimulationTest.form(seed, 3, FAST);
+            boolean[] spread = {false};
+            cluster.member("m2").swim.leave(() -> spread[0] = true);
+            assertTrue(cluster.runUntil(() -> spread[0] && cluster.allSee("m2", MemberState.LEFT), 10_000) >= 0, "seed " + seed
+                    + ": m2's leave did not spread");
+            cluster.kill("m2");
+            long took = cluster.runUntil(() -> cluster.running().stream().allMatch(m -> m.view("m2").departureConfirmed),
+                    10 * FAST.reconnectInterval().toMillis());
+            assertTrue(took >= 0, "seed " + seed + ": a member that left and exited is still tried 10 reconnect intervals later"
+                    + "\nreplay: mvn -B -pl plugin-gossip surefire:test -Dtest=SwimForgedFloodTest#" + test + " -Dgossip.seed=" + seed);
+            assertTrue(cluster.allSee("m2", MemberState.LEFT), "seed " + seed + ": m2 is not LEFT everywhere");
         });
     }
 
