@@ -190,12 +190,15 @@ class FastFailoverTransportTest {
         long probesBefore = probesFinished();
         relays.get(misled).get(id).die(); // its port looks refused from there
         relays.get(id).get(misled).drop(); // and the leader's stream there breaks off (the leader reconnects)
-        // the misled follower probes the leader (refused), the leader probes it back (accepted)
-        Await.until(misled + " probed the leader's port", () -> probesFinished() >= probesBefore + 2);
+        // the misled follower probes the leader (refused) and tells its core, the leader probes it back (accepted); the
+        // port comes back only after that: the probes counted are every node's, so their count alone could be reached
+        // by the leader's probe and another before the misled follower's own probe saw the refusal
+        RaftNode misledNode = nodes.get(misled);
+        Await.until(misled + " found the leader's port refused and told its core", () -> probesFinished() >= probesBefore + 2
+                && leaderGoneEvidence(misledNode) >= 1);
         relays.get(misled).get(id).revive();
         // the leader still leads a quorum: a write commits, and the misled follower catches up with it
         Await.result(leader.propose(put("after-false-alarm", "1")));
-        RaftNode misledNode = nodes.get(misled);
         long committed = leader.status().commitIndex();
         Await.until(misled + " follows the leader again", () -> misledNode.status().appliedIndex() >= committed);
 
@@ -204,6 +207,15 @@ class FastFailoverTransportTest {
         assertEquals(Role.LEADER, leader.status().role());
         assertEquals(term, leader.status().term(), "a false alarm raises no term");
         assertEquals(electionsBefore, elections(), "no election");
+    }
+
+    /** The evidence of a gone leader that reached {@code node}'s core. */
+    private static long leaderGoneEvidence(RaftNode node) {
+        try {
+            return Await.result(node.coreCounters()).get("raft.leader_gone.evidence");
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
