@@ -742,6 +742,10 @@ public final class RaftNode {
     public Future<Long> awaitApplied(long index) {
         Promise<Long> promise = Promise.promise();
         context.runOnContext(v -> {
+            if (stopped) {
+                promise.fail(new RefusedException(Refusal.STOPPED, null, null));
+                return;
+            }
             readsAwaitingApply.add(new Object[] {index, promise});
             serveReads();
         });
@@ -1278,6 +1282,13 @@ public final class RaftNode {
                 why + " before the write's outcome was known"))));
         heldWrites.values().forEach(promiseHeld -> settle(() -> promiseHeld.tryFail(stopping)));
         pendingReads.values().forEach(read -> settle(() -> read.tryFail(stopping)));
+        pendingReads.clear();
+        for (Object[] waiting : readsAwaitingApply) {
+            @SuppressWarnings("unchecked")
+            Promise<Long> read = (Promise<Long>) waiting[1];
+            settle(() -> read.tryFail(stopping));
+        }
+        readsAwaitingApply.clear();
     }
 
     /** Completes with the cause when a storage failure stopped this node; never completes otherwise. */
