@@ -598,7 +598,19 @@ public final class GrpcRaftTransport {
         if (address == null || cluster == null) {
             return; // unknown, or not in a cluster yet
         }
-        peers.computeIfAbsent(message.to(), id -> new Peer(id, address)).send(ProtoCodec.toProto(message, cluster));
+        // the connection follows the address membership gives now: a server back under its ID at another address (another
+        // port after a restart, another host) gets its messages there, not at the address its first message went to
+        Peer peer = peers.compute(message.to(), (id, known) -> {
+            if (known != null && known.address.port() == address.port() && java.util.Objects.equals(known.address.host(), address.host())) {
+                return known;
+            }
+            if (known != null) {
+                LOG.info("Raft peer {} moved from {} to {}: messages to it go to the new address", id, known.address, address);
+                known.close();
+            }
+            return new Peer(id, address);
+        });
+        peer.send(ProtoCodec.toProto(message, cluster));
     }
 
     /**
