@@ -28,6 +28,13 @@ class CheckersCatchBugsTest {
      * changed the message patterns, at seed 1,931 after them; 4,000 leaves room for the next such change.
      */
     static final int MAX_RANDOMIZED_SEEDS = Integer.getInteger("sim.mutationSeeds", 4000);
+    /**
+     * One mutation's randomized search may take this long: it is CPU work alone (no clock, no I/O), and the slowest,
+     * {@code VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED}'s 1,931 seeds, takes about 35 s on an idle two-core machine and
+     * took 179 s in a flake-hunt round under contention at a load of 17-24 (20261206-121122), past the default test
+     * deadline of 120 s. Ten minutes still stops a search that loops.
+     */
+    static final long RANDOMIZED_DEADLINE_MINUTES = 10;
 
     interface Run {
         void run(long seed);
@@ -96,6 +103,7 @@ class CheckersCatchBugsTest {
      * below show the harm each does.
      */
     @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.api.Timeout(value = RANDOMIZED_DEADLINE_MINUTES, unit = java.util.concurrent.TimeUnit.MINUTES)
     @EnumSource(value = RaftConfig.UnsafeBug.class, mode = EnumSource.Mode.EXCLUDE,
             names = {"REFUSE_NON_VOTER_EVEN_IF_NEWER", "REJECTION_AT_OR_BELOW_MATCH_DROPPED",
                     "REMOVAL_WITHOUT_REACHABLE_QUORUM", "READ_JOINS_ROUND_IN_FLIGHT", "LEAVE_LEADS_ON_AFTER_TIMEOUT_NOW"})
