@@ -26,6 +26,7 @@ import org.openqa.selenium.By;
 import org.openqa.selenium.Dimension;
 import org.openqa.selenium.NoAlertPresentException;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.UnexpectedAlertBehaviour;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
@@ -43,11 +44,13 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * {@code /v1/status/leader} reports, this server a follower, and the three servers; a key created in the page is read
  * back over HTTP; a key changed over HTTP shows in the open page without a reload (the same element, its text changed
  * by a blocking query); an edit from a stale ModifyIndex is refused (CAS); a key named {@code <img src=x
- * onerror=alert(1)>} holding {@code <script>alert(2)</script>} shows as text and no dialog opens; members, sessions,
- * services and nodes are listed; the timeline lists and draws the leader the follower learned of; a folder is
- * deleted after the in-page confirmation; and a read-only token's delete
- * shows the agent's 403 message. Screenshots go to {@code target/ui-screenshots}. Under {@code CI=true} a missing
- * browser fails the test.
+ * onerror=alert(1)>} holding {@code <script>alert(2)</script>} shows as text and no dialog opens; members (with the
+ * gossip key's fingerprint, never the key), sessions, services and nodes are listed; the timeline lists and draws the
+ * leader the follower learned of; a folder is deleted after the in-page confirmation; a read-only token sees delete,
+ * edit, make-leave and transfer disabled, and a delete the page is made to send anyway shows the agent's 403; and,
+ * from the follower's overview, the leader is made to leave: the overview shows a new leader and the term exactly one
+ * higher, the leader exits 0, and the follower's timeline shows the leave. Screenshots go to
+ * {@code target/ui-screenshots}. Under {@code CI=true} a missing browser fails the test.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
 class UiBrowserIT {
@@ -58,6 +61,8 @@ class UiBrowserIT {
     private static final Duration DEADLINE = Duration.ofSeconds(60);
     /** How long the page may take to show what the agent holds: a blocking query answers at once on a change. */
     private static final Duration PAGE_DEADLINE = Duration.ofSeconds(20);
+    /** The gossip key (32 bytes, base64): the Members page shows its fingerprint, never the key. */
+    private static final String GOSSIP_KEY = "yE6SkODAiiJ1JiGmYOu5m7ObDEYUkMvcyPuWvtsrX8U=";
     private static final String XSS_KEY = "<img src=x onerror=alert(1)>";
     private static final String XSS_KEY_PATH = "/v1/kv/%3Cimg%20src=x%20onerror=alert(1)%3E";
     private static final String XSS_VALUE = "<script>alert(2)</script>";
@@ -109,6 +114,21 @@ class UiBrowserIT {
         return new ChromeDriver(service, options);
     }
 
+    /** A gossip key's fingerprint as Conclave shows it: the first 8 bytes of the SHA-256 of its bytes, in hex. */
+    private static String fingerprint(String base64Key) throws Exception {
+        byte[] digest = java.security.MessageDigest.getInstance("SHA-256").digest(java.util.Base64.getDecoder().decode(base64Key));
+        return "sha256:" + java.util.HexFormat.of().formatHex(digest, 0, 8);
+    }
+
+    /** Gives the page {@code secret} through its token form; the page shows again with it. */
+    private static void useToken(WebDriver driver, WebDriverWait wait, String secret) {
+        driver.findElement(By.id("token-button")).click();
+        WebElement input = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")));
+        input.clear();
+        input.sendKeys(secret);
+        driver.findElement(By.cssSelector("#token-form button[type=submit]")).click();
+    }
+
     @Test
     void the_ui_shows_the_cluster_edits_keys_safely_and_follows_changes_made_elsewhere(@TempDir Path work) throws Exception {
         boolean installed = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
@@ -131,7 +151,7 @@ class UiBrowserIT {
                 int raft = AgentProcess.freePort();
                 Path config = work.resolve(name + ".json");
                 Files.writeString(config, "{\"server\": true, \"node_name\": \"" + name + "\", \"data_dir\": \"" + work.resolve("data-" + name)
-                        + "\", \"bootstrap_expect\": 3, \"retry_join\": " + joins + ", " + GOSSIP_TIMINGS
+                        + "\", \"bootstrap_expect\": 3, \"leave_drain_time\": \"200ms\", \"encrypt\": \"" + GOSSIP_KEY + "\", \"retry_join\": " + joins + ", " + GOSSIP_TIMINGS
                         + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}},"
                         + " \"ports\": {\"dns\": -1, \"http\": " + port + ", \"server\": " + raft + ", \"serf_lan\": " + serf.get(i) + "}}");
                 servers.add(new Server(name, "127.0.0.1:" + raft, port,
@@ -237,6 +257,9 @@ class UiBrowserIT {
                 driver.get(base + "/ui/#/members");
                 wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("main"), "alive"));
                 assertTrue(driver.findElement(By.id("main")).getText().contains("ui0"));
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("keyring-fingerprint"),
+                        "Primary gossip key: " + fingerprint(GOSSIP_KEY)));
+                assertFalse(driver.getPageSource().contains(GOSSIP_KEY), "the key is not in the page");
                 screenshot(driver, "members");
                 String session = new JsonObject(http(http, "PUT", "/v1/session/create", "{\"Name\": \"ui-session\", \"TTL\": \"60s\"}").body())
                         .getString("ID");
@@ -274,32 +297,86 @@ class UiBrowserIT {
                     }
                 });
 
-                // a read-only token: its delete is answered 403, and the page shows the agent's message
+                // a read-only token (keys, the agent, the operator's views): what it may not do is shown disabled, and
+                // a delete the page is made to send anyway (the button turned back on by script) is answered 403,
+                // shown in the page as the agent's message
                 assertEquals(200, http(http, "PUT", "/v1/acl/policy", new JsonObject().put("Name", "reader")
-                        .put("Rules", "{\"key_prefix\": {\"\": {\"policy\": \"read\"}}}").encode()).statusCode());
+                        .put("Rules", "{\"key_prefix\": {\"\": {\"policy\": \"read\"}}, \"agent_prefix\": {\"\": {\"policy\": \"read\"}},"
+                                + " \"operator\": \"read\"}").encode()).statusCode());
                 String reader = new JsonObject(http(http, "PUT", "/v1/acl/token", "{\"Description\": \"ui reader\", \"Policies\":"
                         + " [{\"Name\": \"reader\"}]}").body()).getString("SecretID");
                 driver.get(base + "/ui/#/kv/ready");
-                driver.findElement(By.id("token-button")).click();
-                WebElement tokenInput = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")));
-                tokenInput.clear();
-                tokenInput.sendKeys(reader);
-                driver.findElement(By.cssSelector("#token-form button[type=submit]")).click();
+                useToken(driver, wait, reader);
                 wait.until(ExpectedConditions.textToBe(By.id("kv-value"), "yes"));
+                wait.until(ExpectedConditions.attributeToBe(By.id("kv-delete"), "data-denied", "key:write"));
+                assertFalse(driver.findElement(By.id("kv-delete")).isEnabled(), "a read-only token's delete is disabled");
+                assertFalse(driver.findElement(By.id("kv-edit")).isEnabled(), "and its edit");
+                assertTrue(driver.findElement(By.id("kv-rights")).isDisplayed(), "the page says why");
+                screenshot(driver, "kv-read-only");
+                driver.executeScript("document.getElementById('kv-delete').disabled = false;");
                 driver.findElement(By.id("kv-delete")).click();
                 driver.findElement(By.id("kv-confirm")).click();
                 wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("main"), "403: Permission denied"));
                 assertEquals("yes", http(http, "GET", "/v1/kv/ready?raw", null).body(), "the key is still there");
+                screenshot(driver, "kv-delete-refused");
+                driver.get(base + "/ui/#/overview");
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("servers"), leader.raftAddress()));
+                // the overview is redrawn every few seconds: an element found may be replaced before it is read
+                WebDriverWait redrawn = new WebDriverWait(driver, PAGE_DEADLINE);
+                redrawn.ignoring(StaleElementReferenceException.class);
+                for (Server server : servers) {
+                    redrawn.until(page -> "operator:write".equals(page.findElement(By.id("leave-" + server.name())).getDomAttribute("data-denied"))
+                            && !page.findElement(By.id("leave-" + server.name())).isEnabled());
+                }
+                redrawn.until(page -> !page.findElement(By.id("transfer-leader")).isEnabled());
+                screenshot(driver, "overview-read-only");
+
+                // make the leader leave, from the page on the follower: the leader hands over (the term rises by one,
+                // a new leader shows on the overview), and the follower's timeline shows its leave intent
+                useToken(driver, wait, MANAGEMENT);
+                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader.raftAddress()));
+                long termBefore = Long.parseLong(new JsonObject(http(http, "GET", "/v1/agent/self", null).body()).getJsonObject("Stats")
+                        .getJsonObject("raft").getString("term"));
+                wait.until(ExpectedConditions.textToBe(By.id("raft-term"), Long.toString(termBefore)));
+                redrawn.until(page -> {
+                    WebElement leave = page.findElement(By.id("leave-" + leader.name()));
+                    if (!leave.isEnabled()) {
+                        return false;
+                    }
+                    leave.click(); // a click on a replaced element throws before it clicks: tried again
+                    return true;
+                });
+                driver.findElement(By.id("action-confirm")).click();
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("action-outcome"), leader.name() + " is leaving"));
+                WebDriverWait handOver = new WebDriverWait(driver, Duration.ofSeconds(30));
+                handOver.ignoring(StaleElementReferenceException.class);
+                handOver.until(page -> {
+                    String shown = page.findElement(By.id("leader-address")).getText();
+                    return !shown.isEmpty() && !shown.equals(leader.raftAddress()) && !shown.equals("no leader");
+                });
+                handOver.until(ExpectedConditions.textToBe(By.id("raft-term"), Long.toString(termBefore + 1)));
+                String newLeader = driver.findElement(By.id("leader-address")).getText();
+                assertEquals("\"" + newLeader + "\"", http(http, "GET", "/v1/status/leader", null).body().trim(), "the leader curl reports");
+                screenshot(driver, "overview-after-leave");
+                assertEquals(0, leader.process().awaitExit(DEADLINE), "the leader left and exited 0");
+                AgentProcess.awaitCondition("the leader removed from the configuration", DEADLINE, () -> {
+                    try {
+                        return new JsonObject(http(http, "GET", "/v1/operator/raft/configuration", null).body()).getJsonArray("Servers").size() == 2;
+                    } catch (Exception e) {
+                        return false;
+                    }
+                });
+                assertEquals(Long.toString(termBefore + 1), new JsonObject(http(http, "GET", "/v1/agent/self", null).body())
+                        .getJsonObject("Stats").getJsonObject("raft").getString("term"), "exactly one election");
+                driver.get(base + "/ui/#/timeline");
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("timeline"), "server " + leader.name() + " announced it leaves"));
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("timeline"), "removed from the configuration"));
+                screenshot(driver, "timeline-after-leave");
 
                 // a phone's width
                 driver.manage().window().setSize(new Dimension(390, 844));
                 driver.get(base + "/ui/#/overview");
-                driver.findElement(By.id("token-button")).click();
-                WebElement again = wait.until(ExpectedConditions.visibilityOfElementLocated(By.id("token-input")));
-                again.clear();
-                again.sendKeys(MANAGEMENT);
-                driver.findElement(By.cssSelector("#token-form button[type=submit]")).click();
-                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), leader.raftAddress()));
+                wait.until(ExpectedConditions.textToBe(By.id("leader-address"), newLeader));
                 screenshot(driver, "overview-phone");
                 assertNoDialog(driver, "the end");
             } finally {

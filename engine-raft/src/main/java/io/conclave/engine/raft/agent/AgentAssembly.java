@@ -367,6 +367,7 @@ final class AgentAssembly implements Assembly {
         autopilotService.connect(kv);
         leave = new LeaveCoordinator(vertx, node, membership, clusterRpc, config.leaveTimeout(), config.leaveDrainTime(), stop);
         leave.start();
+        clusterRpc.beginLeaveWith(this::beginLeave);
         if (!hasRaftState.get() && transport.clusterId() != null) {
             LOG.info("admitted to cluster earlier, no Raft state yet: waiting to be added by its leader");
         } else if (!hasRaftState.get() && config.bootstrapExpect() == 1) {
@@ -474,6 +475,8 @@ final class AgentAssembly implements Assembly {
             for (HttpMethod method : List.of(HttpMethod.GET, HttpMethod.PUT, HttpMethod.DELETE)) {
                 http.routePrefix(method, "/v1/acl/", request -> HttpApi.error(request, 401, "ACL support disabled"));
             }
+            // as Consul answers it: the web UI reads the 401 as "no ACLs, every action allowed"
+            http.route(HttpMethod.POST, AclHttpApi.AUTHORIZE_PATH, request -> HttpApi.error(request, 401, "ACL support disabled"));
         }
         if (stateMachine instanceof KvStateMachine kvMachine) { // the key/value store's keepers, on the leader
             tombstoneReaper = new TombstoneReaper(vertx, node, kv, config.tombstoneTtl());
@@ -492,7 +495,7 @@ final class AgentAssembly implements Assembly {
         timelineSubscription = membership.subscribe(this::recordOnTimeline);
         new TimelineHttpApi(vertx, node.timeline()).register(http);
         operator = new NodeOperator(node, admission, autopilotService::settings);
-        new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT), this::nodeName).register(http);
+        new OperatorHttpApi(new OperatorService(vertx, node, clusterRpc, OPERATOR_CHANGE_TIMEOUT, this::beginLeave), this::nodeName).register(http);
         metricsApi = new MetricsHttpApi(node::coreCounters, node.metrics(), blockedThreads, this::providerCounters);
         metricsApi.register(http);
     }
@@ -757,6 +760,17 @@ final class AgentAssembly implements Assembly {
         }
         antiEntropy.pause(); // the leader deregisters a node that left: no sync may register it again
         return leave.leave().onFailure(error -> antiEntropy.resume());
+    }
+
+    /**
+     * Begins this server's leave for an operator's "make server X leave" (the web UI, another server asking): completes
+     * once it began, not once it completed, since its HTTP answer and the server port's call would otherwise wait out
+     * the hand-over, the removal and the drain. A leave that fails later stops the agent with the reason, as
+     * {@code conclave leave}'s does.
+     */
+    private Future<Void> beginLeave() {
+        Future<Void> leaving = leave();
+        return leaving.failed() ? leaving : Future.succeededFuture();
     }
 
     @Override

@@ -19,6 +19,8 @@ import io.conclave.engine.raft.transport.proto.ClusterGrpcClient;
 import io.conclave.engine.raft.transport.proto.ClusterGrpcService;
 import io.conclave.engine.raft.transport.proto.ForwardRequest;
 import io.conclave.engine.raft.transport.proto.ForwardResponse;
+import io.conclave.engine.raft.transport.proto.LeaveRequest;
+import io.conclave.engine.raft.transport.proto.LeaveResponse;
 import io.conclave.engine.raft.transport.proto.HelloRequest;
 import io.conclave.engine.raft.transport.proto.HelloResponse;
 import io.conclave.engine.raft.transport.proto.ReadIndexRequest;
@@ -48,6 +50,7 @@ final class ClusterRpc implements LeaderForwarder, OperatorForwarder {
     private volatile Admission admission;
     private volatile java.util.function.Function<String, java.util.Optional<AutopilotService.View>> autopilotViews =
             view -> java.util.Optional.empty();
+    private volatile java.util.function.Supplier<Future<Void>> beginLeave;
 
     /**
      * @param callTimeout the deadline of a forwarded call: past it, a forwarded write's outcome is unknown
@@ -69,6 +72,11 @@ final class ClusterRpc implements LeaderForwarder, OperatorForwarder {
     /** What this server answers a follower asking for autopilot's health or state: its own view, when it leads. */
     void autopilotViews(java.util.function.Function<String, java.util.Optional<AutopilotService.View>> views) {
         this.autopilotViews = views;
+    }
+
+    /** How this server begins its own leave when another server asks it to (an operator's "make server X leave"). */
+    void beginLeaveWith(java.util.function.Supplier<Future<Void>> begin) {
+        this.beginLeave = begin;
     }
 
     void node(RaftNode raftNode) {
@@ -176,6 +184,25 @@ final class ClusterRpc implements LeaderForwarder, OperatorForwarder {
             }
 
             @Override
+            protected void leave(LeaveRequest request, Completable<LeaveResponse> response) {
+                RaftNode current = node;
+                java.util.function.Supplier<Future<Void>> begin = beginLeave;
+                if (current == null || begin == null || !request.getClusterId().equals(transport.clusterId())) {
+                    answer(response, LeaveResponse.newBuilder().setOk(false).setMessage("not a started server of this cluster").build());
+                    return;
+                }
+                if (!request.getServerId().equals(current.id())) { // its address now belongs to another server
+                    answer(response, LeaveResponse.newBuilder().setOk(false).setMessage("this server is " + current.id() + ", not "
+                            + request.getServerId()).build());
+                    return;
+                }
+                org.slf4j.LoggerFactory.getLogger("conclave.agent").info("another server asked this one to leave (an operator's request)");
+                begin.get().onComplete((ignored, error) -> answer(response, error == null
+                        ? LeaveResponse.newBuilder().setOk(true).build()
+                        : LeaveResponse.newBuilder().setOk(false).setMessage(String.valueOf(error.getMessage())).build()));
+            }
+
+            @Override
             protected void readIndex(ReadIndexRequest request, Completable<ReadIndexResponse> response) {
                 RaftNode current = node;
                 if (current == null || !request.getClusterId().equals(transport.clusterId())) {
@@ -267,6 +294,22 @@ final class ClusterRpc implements LeaderForwarder, OperatorForwarder {
         } catch (RefusedException unknownAddress) {
             return Future.failedFuture(new IllegalStateException("the leader's address is not known here"));
         }
+    }
+
+    @Override
+    public Future<Void> leave(String serverId) {
+        LeaveRequest request = LeaveRequest.newBuilder().setClusterId(String.valueOf(transport.clusterId())).setServerId(serverId).build();
+        String address = node.addressOf(serverId);
+        if (address == null) {
+            return Future.failedFuture(new IllegalStateException("the address of server " + serverId + " is not known here"));
+        }
+        return ClusterGrpcClient.create(client, GrpcRaftTransport.socketAddress(address)).leave(request)
+                .transform(result -> result.failed()
+                        ? Future.failedFuture(new IllegalStateException("server " + serverId + " at " + address + " could not be reached: "
+                                + result.cause().getMessage()))
+                        : result.result().getOk() ? Future.succeededFuture()
+                        : Future.failedFuture(new IllegalStateException("server " + serverId + " did not begin its leave: "
+                                + result.result().getMessage())));
     }
 
     @Override

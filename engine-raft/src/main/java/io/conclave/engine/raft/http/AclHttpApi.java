@@ -29,6 +29,9 @@ import org.slf4j.LoggerFactory;
  * the token from {@code X-Consul-Token}, {@code Authorization: Bearer} or {@code ?token=}; 403 "ACL not found" for a
  * secret that names no token, 403 "Permission denied" for a request its token may not make. Writes go through Raft
  * as system entries ({@link AclStore}), through the key/value service; reads answer from this server's copy.
+ *
+ * <p>Also Consul's {@code POST /v1/internal/acl/authorize} ({@link #AUTHORIZE_PATH}): what the request's own token may
+ * do, asked right by right, so that the web UI can disable the actions its token may not take.
  */
 public final class AclHttpApi implements HttpApi.Gate {
 
@@ -39,6 +42,12 @@ public final class AclHttpApi implements HttpApi.Gate {
     static final long MAX_BODY_BYTES = AclRules.MAX_RULES_BYTES + 8 * 1024;
     static final int MAX_DESCRIPTION = 1024;
     static final int MAX_POLICIES_PER_TOKEN = 64;
+    /** Consul's endpoint that answers what the request's token may do (its UI's way to disable actions). */
+    public static final String AUTHORIZE_PATH = "/v1/internal/acl/authorize";
+    /** Rights asked in one authorize request, at most: Consul's limit. */
+    static final int MAX_AUTHORIZE_REQUESTS = 64;
+    /** An authorize request's body: 64 rights, each with a key name of at most 512 bytes and its JSON. */
+    static final long MAX_AUTHORIZE_BODY_BYTES = 64 * 1024;
 
     private final AclStore store;
     private final Function<KvCommand, Future<Boolean>> writer;
@@ -81,6 +90,7 @@ public final class AclHttpApi implements HttpApi.Gate {
         api.routePrefix(HttpMethod.GET, "/v1/acl/token/", this::readToken);
         api.routePrefix(HttpMethod.PUT, "/v1/acl/token/", request -> writeToken(request, rest(request, "/v1/acl/token/")));
         api.routePrefix(HttpMethod.DELETE, "/v1/acl/token/", this::deleteToken);
+        api.route(HttpMethod.POST, AUTHORIZE_PATH, this::authorize);
         api.route(HttpMethod.GET, "/v1/acl/tokens", request -> {
             JsonArray list = new JsonArray();
             store.tokens().forEach(token -> list.add(tokenJson(token, null)));
@@ -169,14 +179,23 @@ public final class AclHttpApi implements HttpApi.Gate {
         if (path.startsWith("/v1/agent/")) {
             return read ? a -> a.agentRead(agentName) : a -> a.agentWrite(agentName);
         }
+        if (path.equals(MembershipHttpApi.FINGERPRINTS_PATH)) {
+            return Authorizer::keyringRead; // Conclave's: only fingerprints, yet only to those who may see the keys
+        }
         if (path.equals("/v1/operator/keyring")) {
             return read ? Authorizer::keyringRead : Authorizer::keyringWrite; // Consul's: the list shows the keys themselves
+        }
+        if (path.equals(OperatorHttpApi.LEAVE_PATH)) {
+            return Authorizer::operatorWrite; // Conclave's "make server X leave": an operator's change of the configuration
         }
         if (path.equals(TimelineHttpApi.PATH)) {
             return Authorizer::operatorRead; // Conclave's: elections and membership changes are operator information
         }
         if (path.startsWith("/v1/operator/")) {
             return read ? Authorizer::operatorRead : Authorizer::operatorWrite;
+        }
+        if (path.equals(AUTHORIZE_PATH)) {
+            return a -> true; // any token may ask what it may do itself (Consul's too)
         }
         if (path.equals("/v1/acl/token/self")) {
             return a -> secretOf(request) != null && !secretOf(request).isEmpty();
@@ -464,6 +483,76 @@ public final class AclHttpApi implements HttpApi.Gate {
             return;
         }
         delete(request, AclStore.TOKEN_PREFIX + accessor, token.get().modifyIndex(), () -> { });
+    }
+
+    // ---------------------------------------------------------------- what a token may do
+
+    /**
+     * Consul's {@code POST /v1/internal/acl/authorize}: a JSON array of rights, each {@code {"Resource": "key",
+     * "Segment": "app/config", "Access": "write"}}, answered with the same objects and {@code "Allow": true|false} for
+     * the request's own token. Resources: {@code acl}, {@code agent}, {@code key}, {@code keyring}, {@code node},
+     * {@code operator}, {@code service}, {@code session}; access {@code read} or {@code write}; anything else is 400,
+     * as are more than {@link #MAX_AUTHORIZE_REQUESTS} rights.
+     */
+    private void authorize(HttpServerRequest request) {
+        http.readBody(request, MAX_AUTHORIZE_BODY_BYTES, "an authorize request", body -> {
+            Authorizer authorizer = http.authorizer(request).orElse(null);
+            if (authorizer == null) { // the gate resolved the token before the body was read; never null behind it
+                HttpApi.error(request, 403, "ACL not found");
+                return;
+            }
+            JsonArray rights;
+            try {
+                rights = new JsonArray(body.toString(StandardCharsets.UTF_8));
+            } catch (DecodeException | ClassCastException e) {
+                HttpApi.error(request, 400, "the body is not a JSON array of rights: " + e.getMessage());
+                return;
+            }
+            if (rights.size() > MAX_AUTHORIZE_REQUESTS) {
+                HttpApi.error(request, 400, "at most " + MAX_AUTHORIZE_REQUESTS + " rights in one request, not " + rights.size());
+                return;
+            }
+            JsonArray answers = new JsonArray();
+            for (int i = 0; i < rights.size(); i++) {
+                try {
+                    JsonObject right = rights.getValue(i) instanceof JsonObject object ? object : null;
+                    if (right == null) {
+                        throw new IllegalArgumentException("right " + i + " is not an object");
+                    }
+                    answers.add(right.copy().put("Allow", allows(authorizer, right)));
+                } catch (IllegalArgumentException e) {
+                    HttpApi.error(request, 400, e.getMessage());
+                    return;
+                }
+            }
+            HttpApi.json(request, 200, answers);
+        });
+    }
+
+    /** Whether {@code authorizer} gives {@code right}; an unknown resource or access is an {@link IllegalArgumentException}. */
+    static boolean allows(Authorizer authorizer, JsonObject right) {
+        String resource = right.getValue("Resource") instanceof String text ? text : null;
+        String access = right.getValue("Access") instanceof String text ? text : null;
+        String segment = right.getValue("Segment") instanceof String text ? text : "";
+        if (!"read".equals(access) && !"write".equals(access)) {
+            throw new IllegalArgumentException("Access must be \"read\" or \"write\", not " + right.getValue("Access"));
+        }
+        boolean write = access.equals("write");
+        if (resource == null) {
+            throw new IllegalArgumentException("Resource is required (acl, agent, key, keyring, node, operator, service or session)");
+        }
+        return switch (resource) {
+            case "acl" -> write ? authorizer.aclWrite() : authorizer.aclRead();
+            case "agent" -> write ? authorizer.agentWrite(segment) : authorizer.agentRead(segment);
+            case "key" -> write ? authorizer.keyWrite(segment) : authorizer.keyRead(segment);
+            case "keyring" -> write ? authorizer.keyringWrite() : authorizer.keyringRead();
+            case "node" -> write ? authorizer.nodeWrite(segment) : authorizer.nodeRead(segment);
+            case "operator" -> write ? authorizer.operatorWrite() : authorizer.operatorRead();
+            case "service" -> write ? authorizer.serviceWrite(segment) : authorizer.serviceRead(segment);
+            case "session" -> write ? authorizer.sessionWrite(segment) : authorizer.sessionRead(segment);
+            default -> throw new IllegalArgumentException("no resource \"" + resource
+                    + "\" (acl, agent, key, keyring, node, operator, service or session)");
+        };
     }
 
     // ---------------------------------------------------------------- input

@@ -25,6 +25,8 @@ import java.util.concurrent.TimeoutException;
  * {@code /v1/operator/keyring} (GET lists, POST installs, PUT uses, DELETE removes a key given as
  * {@code {"Key": "<base64>"}}). Malformed input answers 400; what the provider refuses or fails at answers 500
  * with its reason, as Consul does; so does a provider call unanswered within the timeout, its outcome unknown.
+ * And Conclave's {@code GET /v1/conclave/keyring} ({@link #FINGERPRINTS_PATH}): the primary gossip keys' fingerprints,
+ * never the keys, for the web UI's Members page.
  *
  * <p>Threading: handlers run on the HTTP server's event loop and never block; they compose the provider's futures.
  */
@@ -32,6 +34,10 @@ public final class MembershipHttpApi {
 
     /** A keyring request body is one small JSON object: {@code {"Key": "<base64 of at most 32 bytes>"}}. */
     public static final int MAX_KEYRING_BODY_BYTES = 4096;
+    /** Conclave's: the fingerprints of the primary gossip keys ({@code keyring:read}, as listing the keys). */
+    public static final String FINGERPRINTS_PATH = "/v1/conclave/keyring";
+    /** A fingerprint's length: 64 bits of the key's SHA-256, enough to tell keys apart, nothing to find a key by. */
+    static final int FINGERPRINT_BYTES = 8;
     /** Consul's answer to keyring requests on an agent that does not encrypt gossip. */
     static final String NO_ENCRYPTION = "Gossip encryption is not enabled: this agent has no encrypt key, or its membership"
             + " provider does not encrypt";
@@ -77,6 +83,7 @@ public final class MembershipHttpApi {
         http.routePrefix(HttpMethod.PUT, "/v1/agent/join/", this::join);
         http.routePrefix(HttpMethod.PUT, "/v1/agent/force-leave/", this::forceLeave);
         http.route(HttpMethod.GET, "/v1/operator/keyring", this::listKeys);
+        http.route(HttpMethod.GET, FINGERPRINTS_PATH, this::fingerprints);
         http.route(HttpMethod.POST, "/v1/operator/keyring", request -> changeKeys(request, "install", Keyring::install));
         http.route(HttpMethod.PUT, "/v1/operator/keyring", request -> changeKeys(request, "use", Keyring::use));
         http.route(HttpMethod.DELETE, "/v1/operator/keyring", request -> changeKeys(request, "remove", Keyring::remove));
@@ -199,6 +206,41 @@ public final class MembershipHttpApi {
         bounded(keyring.get().list(), "listing the keyring")
                 .onSuccess(summary -> HttpApi.json(request, 200, new JsonArray().add(summaryJson(summary))))
                 .onFailure(error -> HttpApi.error(request, 500, String.valueOf(error.getMessage())));
+    }
+
+    /**
+     * {@code GET /v1/conclave/keyring}: {@code {"Encrypted": true, "PrimaryKeys": {"sha256:66687aadf862bd77": 3},
+     * "NumNodes": 3}} — each primary key's {@link #fingerprint} and how many members send with it; {@code {"Encrypted":
+     * false}} when gossip is not encrypted. The keys themselves are in no answer.
+     */
+    private void fingerprints(HttpServerRequest request) {
+        Optional<Keyring> keyring = membership.keyring();
+        if (keyring.isEmpty()) {
+            HttpApi.json(request, 200, new JsonObject().put("Encrypted", false));
+            return;
+        }
+        bounded(keyring.get().list(), "listing the keyring").onSuccess(summary -> {
+            JsonObject primaryKeys = new JsonObject();
+            summary.primaryKeys().forEach((key, members) -> primaryKeys.put(fingerprint(key), members));
+            HttpApi.json(request, 200, new JsonObject().put("Encrypted", true).put("PrimaryKeys", HttpApi.sorted(primaryKeys.getMap()))
+                    .put("NumNodes", summary.numNodes()));
+        }).onFailure(error -> HttpApi.error(request, 500, String.valueOf(error.getMessage())));
+    }
+
+    /** A gossip key's fingerprint: {@code sha256:} and the first {@link #FINGERPRINT_BYTES} of its bytes' SHA-256, in hex. */
+    static String fingerprint(String base64Key) {
+        byte[] bytes;
+        try {
+            bytes = java.util.Base64.getDecoder().decode(base64Key);
+        } catch (IllegalArgumentException notBase64) { // a provider's own form: its text
+            bytes = base64Key.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        }
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256").digest(bytes);
+            return "sha256:" + java.util.HexFormat.of().formatHex(digest, 0, FINGERPRINT_BYTES);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every JDK", e);
+        }
     }
 
     private JsonObject summaryJson(Keyring.Summary summary) {

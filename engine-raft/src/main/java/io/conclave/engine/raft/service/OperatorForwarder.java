@@ -2,7 +2,10 @@ package io.conclave.engine.raft.service;
 
 import io.vertx.core.Future;
 
-/** Where a follower sends the operator's Raft changes: to the leader, each call with a deadline. */
+/**
+ * Where a follower sends the operator's Raft changes: to the leader, each call with a deadline; and where any server
+ * sends an operator's "make server X leave": to server X itself.
+ */
 public interface OperatorForwarder {
 
     /** Asks the leader {@code leaderId} to remove {@code serverId}; completes once the removal committed. */
@@ -13,4 +16,10 @@ public interface OperatorForwarder {
 
     /** Asks the leader {@code leaderId} for autopilot's {@code view} ("health" or "state"), its HTTP answer as is. */
     Future<AutopilotService.View> autopilotView(String leaderId, String view);
+
+    /**
+     * Asks the server {@code serverId} to leave the cluster, as {@code conclave leave} on it would; completes once it
+     * began its leave, fails when it could not be reached or refused (it already leaves, it is still starting).
+     */
+    Future<Void> leave(String serverId);
 }

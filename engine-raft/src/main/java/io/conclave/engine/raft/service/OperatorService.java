@@ -9,11 +9,13 @@ import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * The operator's changes to the Raft configuration, as Consul's {@code operator raft} commands make them: removing a
  * server and handing leadership over. On a follower each is forwarded to the leader, as Consul does; each has a
- * deadline, past which it fails with its outcome unknown ({@link TimeoutException}).
+ * deadline, past which it fails with its outcome unknown ({@link TimeoutException}). And Conclave's "make server X
+ * leave" (the web UI's action): server X's own leave, begun here or asked of X over the server port.
  */
 public final class OperatorService {
 
@@ -35,16 +37,20 @@ public final class OperatorService {
     private final RaftNode node;
     private final OperatorForwarder forwarder;
     private final Duration timeout;
+    private final Supplier<Future<Void>> leaveHere;
 
     /**
-     * @param forwarder where a follower sends the changes; {@code null} to refuse them on a follower
+     * @param forwarder where a follower sends the changes, and where a leave of another server is asked; {@code null}
+     *                  to refuse them on a follower
      * @param timeout   a change's deadline
+     * @param leaveHere begins this server's own leave ({@code LeaveCoordinator}); completes once begun
      */
-    public OperatorService(Vertx vertx, RaftNode node, OperatorForwarder forwarder, Duration timeout) {
+    public OperatorService(Vertx vertx, RaftNode node, OperatorForwarder forwarder, Duration timeout, Supplier<Future<Void>> leaveHere) {
         this.vertx = vertx;
         this.node = node;
         this.forwarder = forwarder;
         this.timeout = timeout;
+        this.leaveHere = leaveHere;
     }
 
     /** The latest configuration this server holds, and the index it committed (Consul's {@code Index}). */
@@ -83,6 +89,28 @@ public final class OperatorService {
         }
         return bounded(node.transferLeadership(targetId), "the leadership transfer")
                 .compose(started -> started ? Future.succeededFuture() : Future.failedFuture(new TransferNotStartedException()));
+    }
+
+    /**
+     * Makes the server {@code serverId} leave the cluster by the normal leave, as {@code conclave leave} on it would
+     * (DESIGN.md, "Leave, step by step": a leader hands leadership over first, one election). This server itself
+     * begins it; another server is asked over the server port and begins its own. Completes once the leave began; the
+     * rest (the removal, the drain, the stop) follows on that server, and the servers that stay show it on their
+     * timelines.
+     *
+     * @throws UnknownServerException (the future's failure) when no server of the configuration has that ID
+     */
+    public Future<Void> leave(String serverId) {
+        if (!node.configuration().contains(serverId)) {
+            return Future.failedFuture(new UnknownServerException("no server with ID " + serverId + " in the configuration"));
+        }
+        if (serverId.equals(node.id())) {
+            return bounded(leaveHere.get(), "the leave of this server");
+        }
+        if (forwarder == null) {
+            return Future.failedFuture(new IllegalStateException("this server cannot ask another to leave"));
+        }
+        return bounded(forwarder.leave(serverId), "the leave of " + serverId);
     }
 
     /** The leader to forward to, when this server does not lead and knows one; else {@code null}. */

@@ -260,4 +260,42 @@ class AclApiTest {
             }
         });
     }
+
+    @Test
+    void a_token_learns_what_it_may_do_from_the_authorize_endpoint_and_bad_requests_are_refused() throws Exception {
+        policy("ui-reader", "{\"key_prefix\": {\"\": {\"policy\": \"read\"}}, \"operator\": \"read\"}");
+        String reader = token("ui-reader").getString("SecretID");
+        String rights = "[{\"Resource\": \"key\", \"Segment\": \"app/x\", \"Access\": \"read\"},"
+                + " {\"Resource\": \"key\", \"Segment\": \"app/x\", \"Access\": \"write\"},"
+                + " {\"Resource\": \"operator\", \"Access\": \"read\"}, {\"Resource\": \"operator\", \"Access\": \"write\"},"
+                + " {\"Resource\": \"keyring\", \"Access\": \"read\"}]";
+        HttpResponse<String> answer = call("POST", "/v1/internal/acl/authorize", rights, reader);
+        assertEquals(200, answer.statusCode(), answer.body());
+        JsonArray allowed = new JsonArray(answer.body());
+        assertEquals(List.of(true, false, true, false, false), allowed.stream().map(right -> ((JsonObject) right).getBoolean("Allow")).toList(),
+                answer.body());
+        assertEquals("app/x", allowed.getJsonObject(1).getString("Segment"), "each right comes back as it was asked");
+        JsonArray managed = new JsonArray(call("POST", "/v1/internal/acl/authorize", rights, INITIAL).body());
+        assertTrue(managed.stream().allMatch(right -> ((JsonObject) right).getBoolean("Allow")), managed.encode());
+        JsonArray anonymous = new JsonArray(call("POST", "/v1/internal/acl/authorize", rights, null).body());
+        assertTrue(anonymous.stream().noneMatch(right -> ((JsonObject) right).getBoolean("Allow")), "default deny: " + anonymous.encode());
+
+        HttpResponse<String> unknownToken = call("POST", "/v1/internal/acl/authorize", rights, "11111111-2222-3333-4444-555555555555");
+        assertEquals(403, unknownToken.statusCode());
+        assertEquals("ACL not found", unknownToken.body().trim());
+        HttpResponse<String> noResource = call("POST", "/v1/internal/acl/authorize", "[{\"Resource\": \"mesh\", \"Access\": \"read\"}]", reader);
+        assertEquals(400, noResource.statusCode());
+        assertTrue(noResource.body().contains("no resource \"mesh\""), noResource.body());
+        HttpResponse<String> badAccess = call("POST", "/v1/internal/acl/authorize", "[{\"Resource\": \"key\", \"Access\": \"list\"}]", reader);
+        assertEquals(400, badAccess.statusCode());
+        assertTrue(badAccess.body().contains("Access must be"), badAccess.body());
+        assertEquals(400, call("POST", "/v1/internal/acl/authorize", "{\"Resource\": \"key\"}", reader).statusCode(), "not an array");
+        JsonArray many = new JsonArray();
+        for (int i = 0; i < 65; i++) {
+            many.add(new JsonObject().put("Resource", "operator").put("Access", "read"));
+        }
+        HttpResponse<String> tooMany = call("POST", "/v1/internal/acl/authorize", many.encode(), reader);
+        assertEquals(400, tooMany.statusCode());
+        assertTrue(tooMany.body().contains("at most 64"), tooMany.body());
+    }
 }

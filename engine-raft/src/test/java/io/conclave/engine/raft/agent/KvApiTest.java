@@ -221,6 +221,14 @@ class KvApiTest {
         assertEquals(405, call(HttpMethod.GET, "/v1/operator/raft/peer?id=x", null).status());
         assertEquals(405, call(HttpMethod.POST, "/v1/status/leader", null).status());
         assertEquals(405, call(HttpMethod.GET, "/v1/agent/leave", null).status());
+        Response leaveUnknown = call(HttpMethod.PUT, "/v1/conclave/leave?node=no-such-server", null);
+        assertEquals(400, leaveUnknown.status());
+        assertEquals("no server named no-such-server in the Raft configuration", leaveUnknown.body().trim());
+        assertEquals(400, call(HttpMethod.PUT, "/v1/conclave/leave", null).status(), "no server named");
+        assertEquals(405, call(HttpMethod.GET, "/v1/conclave/leave?node=x", null).status());
+        Response authorize = call(HttpMethod.POST, "/v1/internal/acl/authorize", Buffer.buffer("[]"));
+        assertEquals(401, authorize.status(), "without ACLs, as Consul answers: the UI reads it as every action allowed");
+        assertEquals("ACL support disabled", authorize.body().trim());
 
         assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/", null).status());
         assertEquals(400, call(HttpMethod.PUT, "/v1/agent/join/host:99999", null).status());

@@ -105,6 +105,11 @@ class AutopilotHttpApiTest {
             }
 
             @Override
+            public io.vertx.core.Future<Void> leave(String serverId) {
+                throw new UnsupportedOperationException("autopilot's views only");
+            }
+
+            @Override
             public io.vertx.core.Future<AutopilotService.View> autopilotView(String leaderId, String view) {
                 asked.add(view);
                 return reachable.get() ? io.vertx.core.Future.succeededFuture(leader.localView(view).orElseThrow())

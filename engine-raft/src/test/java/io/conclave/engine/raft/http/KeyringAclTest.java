@@ -124,4 +124,19 @@ class KeyringAclTest {
         assertEquals(List.of("list", "list", "install " + OTHER_KEY, "use " + OTHER_KEY, "remove " + OTHER_KEY, "list",
                 "install " + OTHER_KEY), keyring.calls);
     }
+
+    @Test
+    void the_primary_keys_fingerprint_is_shown_to_keyring_read_only_and_never_the_key() throws Exception {
+        String reader = tokenWith("{\"keyring\": \"read\"}");
+        java.net.http.HttpResponse<String> answer = AgentHttp.call("GET", port, "/v1/conclave/keyring", null, reader);
+        assertEquals(200, answer.statusCode(), answer.body());
+        // SHA-256 of the 32 zero bytes of KEY: 66687aadf862bd77 6c8fc18b...
+        assertEquals(new JsonObject().put("Encrypted", true).put("PrimaryKeys", new JsonObject().put("sha256:66687aadf862bd77", 2))
+                .put("NumNodes", 3), new JsonObject(answer.body()));
+        assertFalse(answer.body().contains(KEY), "the key in no answer");
+        for (String rules : List.of("{\"operator\": \"write\"}", "{\"key_prefix\": {\"\": {\"policy\": \"write\"}}}")) {
+            java.net.http.HttpResponse<String> refused = AgentHttp.call("GET", port, "/v1/conclave/keyring", null, tokenWith(rules));
+            assertEquals(403, refused.statusCode(), rules + ": " + refused.body());
+        }
+    }
 }

@@ -161,6 +161,24 @@ export function poll(read, signal, onData, onError) {
   })();
 }
 
+/**
+ * What this tab's token may do, as Consul's UI asks it: rights in /v1/internal/acl/authorize's shape
+ * ([{Resource, Segment, Access}]), answered true or false each, in order. Without ACLs (401 "ACL support disabled")
+ * everything is allowed. When the agent cannot say (unreachable, an unknown token), null: the page leaves its actions
+ * on, and the agent's refusal of an action shows where the action was.
+ */
+export async function authorize(rights, signal) {
+  try {
+    const answer = await call('POST', '/v1/internal/acl/authorize', {body: JSON.stringify(rights), signal, accept: [401]});
+    if (answer.status === 401) {
+      return rights.map(() => true);
+    }
+    return JSON.parse(answer.text).map(right => right.Allow === true);
+  } catch (error) {
+    return null;
+  }
+}
+
 /** A key's path in the API: each segment percent-encoded, so that any character of a key name survives. */
 export function kvPath(key) {
   return '/v1/kv/' + key.split('/').map(encodeURIComponent).join('/');

@@ -65,10 +65,26 @@ export function badge(status, text = status) {
   return el('span', {class: 'badge ' + String(status).replace(/[^a-z-]/g, '')}, text);
 }
 
-/** An error as a page shows it: the status and the agent's own message, as text. */
+/** An error as a page shows it: the status and the agent's own message, as text; a refusal says what it means. */
 export function errorBox(error) {
   const status = error && error.status ? `${error.status}: ` : '';
-  return el('p', {class: 'error', role: 'alert'}, status + (error && error.message ? error.message : String(error)));
+  const message = error && error.message ? error.message : String(error);
+  const meaning = error && error.status === 403 && message.startsWith('Permission denied')
+    ? ' (the ACL token in use does not allow this)' : '';
+  return el('p', {class: 'error', role: 'alert'}, status + message + meaning);
+}
+
+/**
+ * Turns a control off when the token may not use it (allowed false), saying which right it lacks in its title and its
+ * accessible description; allowed true or null (not known) leaves it as it is.
+ */
+export function allowOnly(control, allowed, right) {
+  if (allowed === false) {
+    control.disabled = true;
+    control.dataset.denied = right;
+    control.title = `Your ACL token lacks ${right}`;
+  }
+  return control;
 }
 
 /** A path in the page's URL fragment: each segment percent-encoded, the slashes kept. */

@@ -2,10 +2,11 @@
 // /v1/kv/<folder>?keys&separator=/; a key (#/kv/a/b/c) shows its value and metadata with a blocking query on
 // /v1/kv/<key>. Creating uses ?cas=0 (never overwrites), editing ?cas=<ModifyIndex the editor started from> (two
 // editors cannot overwrite each other silently), deleting a key ?cas= too, and deleting a folder ?recurse after an
-// in-page confirmation.
+// in-page confirmation. What the token may not do (key:write, asked of /v1/internal/acl/authorize) is shown disabled;
+// the agent still decides, and a refusal shows its 403 where the action was.
 
-import {call, kvPath, watch} from '../api.js';
-import {el, encodePath, errorBox, facts, replace, table} from '../dom.js';
+import {authorize, call, kvPath, watch} from '../api.js';
+import {allowOnly, el, encodePath, errorBox, facts, replace, table} from '../dom.js';
 
 function link(path, text) {
   return el('a', {href: '#/kv/' + encodePath(path)}, text);
@@ -104,6 +105,9 @@ function renderFolder(main, folder, signal) {
           }
         }));
     header.push(remove);
+    authorize([{Resource: 'key', Segment: folder, Access: 'write'}], signal).then(allowed => {
+      allowOnly(remove, allowed ? allowed[0] : null, 'key:write');
+    });
   }
   main.append(...header, listing, form);
   watch(kvPath(folder) + '?keys&separator=/', signal, keys => {
@@ -125,9 +129,24 @@ function renderKey(main, key, signal) {
   const outcome = el('p', {id: 'kv-outcome', role: 'status'});
   let current = null; // the entry as last read
   let editingFrom = null; // the ModifyIndex the editor's text started from
+  let mayWrite = null; // whether the token may change the key: null while not known
+  const rights = el('p', {id: 'kv-rights', class: 'muted', hidden: true});
+  /** Edit and delete: off when there is no key, or the token may not write it. */
+  const enableActions = () => {
+    for (const button of [editButton, deleteButton]) {
+      button.disabled = !current || mayWrite === false;
+      allowOnly(button, mayWrite, 'key:write');
+    }
+  };
+  authorize([{Resource: 'key', Segment: key, Access: 'write'}], signal).then(allowed => {
+    mayWrite = allowed ? allowed[0] : null;
+    rights.hidden = mayWrite !== false;
+    replace(rights, 'Your ACL token may read this key but not change it (key:write): editing and deleting are off.');
+    enableActions();
+  });
 
   main.append(el('h1', {}, 'Key/Value'), breadcrumbs(key), el('h2', {id: 'kv-key'}, key), details, kindLabel, valueBox,
-      el('div', {class: 'actions'}, editButton, ' ', deleteButton), editor, outcome);
+      el('div', {class: 'actions'}, editButton, ' ', deleteButton), rights, editor, outcome);
 
   editButton.addEventListener('click', () => {
     if (!current) {
@@ -184,12 +203,10 @@ function renderKey(main, key, signal) {
       replace(details, el('p', {class: 'warn'}, 'This key does not exist (or was deleted).'));
       replace(valueBox);
       replace(kindLabel);
-      editButton.disabled = true;
-      deleteButton.disabled = true;
+      enableActions();
       return;
     }
-    editButton.disabled = false;
-    deleteButton.disabled = false;
+    enableActions();
     const shown = describeValue(current.Value);
     replace(details, facts([
       ['Flags', String(current.Flags)],
