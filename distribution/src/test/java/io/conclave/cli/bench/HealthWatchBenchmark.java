@@ -62,8 +62,15 @@ class HealthWatchBenchmark {
     private static final String WAIT = "5m";
     /** How long every watcher's answer to one change may take before the run fails: far above any latency measured. */
     private static final Duration WAKE_DEADLINE = Duration.ofSeconds(30);
-    /** Between a change's last answer and the next change, once every watcher asked again: its request on the server. */
-    private static final long SETTLE_MILLIS = 500;
+    /**
+     * Between a change's last answer and the next change, once every watcher asked again: each watcher's request is
+     * parked on the server only after its ReadIndex round (a default-consistency query's), and a round that takes longer
+     * than RaftService's attempt bound (the maximum election timeout, 2 s by default) is answered 500, which fails the
+     * run. So after this long every watcher waits, and the next change measures wakes, not re-arming watchers that come
+     * back from their round to find the index already passed (500 ms was too short at a load of 18 on two cores: 203 of
+     * 1,000 watchers were still in their round when the next change came, and their "wake" was that round).
+     */
+    private static final long SETTLE_MILLIS = 2_000;
     /** Between two no-op probes ({@link Probe}). */
     private static final long PROBE_EVERY_MILLIS = 20;
     /**
