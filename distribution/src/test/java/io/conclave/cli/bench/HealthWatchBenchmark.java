@@ -160,28 +160,42 @@ class HealthWatchBenchmark {
 
     /**
      * A no-op request ({@code GET /v1/status/leader}, answered on the event loop from memory) to the watched server
-     * every {@link #PROBE_EVERY_MILLIS}, one at a time, for the whole run: what the machine's load alone costs an HTTP
+     * every {@link #PROBE_EVERY_MILLIS} or so, one at a time, for the whole run: what the machine's load alone costs an HTTP
      * answer, beside which the wakes' latency is read. It runs in the baseline window and in the idle window alike, so
      * the idle watchers' cost (their difference) does not include it.
      */
     private static final class Probe implements AutoCloseable {
-        final LoadClient client = new LoadClient(1, 1);
         final ConcurrentLinkedQueue<long[]> answers = new ConcurrentLinkedQueue<>(); // {sent nanos, latency nanos}
-        final java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-        final java.util.concurrent.atomic.AtomicBoolean out = new java.util.concurrent.atomic.AtomicBoolean();
+        final AtomicLong failures = new AtomicLong();
+        final Thread thread;
+        volatile boolean running = true;
 
+        /**
+         * One request at a time from a thread of its own (the JDK's client, synchronous), so that a probe never queues
+         * behind another nor behind the watchers' client (a first version on a Vert.x client of its own stopped
+         * answering after a few hundred probes in some runs, for a reason not found).
+         */
         Probe(int port) {
-            timer.scheduleAtFixedRate(() -> {
-                if (!out.compareAndSet(false, true)) {
-                    return; // the last one is still out: the probe never queues behind itself
-                }
-                client.send(HttpMethod.GET, port, "/v1/status/leader", null).onComplete(result -> {
-                    if (result.succeeded() && result.result().status() == 200) {
-                        answers.add(new long[] {result.result().sentNanos(), result.result().answeredNanos() - result.result().sentNanos()});
+            thread = new Thread(() -> {
+                while (running) {
+                    long sent = System.nanoTime();
+                    try {
+                        HttpResponse<String> response = Http.call("GET", port, "/v1/status/leader", null);
+                        if (response.statusCode() == 200) {
+                            answers.add(new long[] {sent, System.nanoTime() - sent});
+                        } else {
+                            failures.incrementAndGet();
+                        }
+                        pause(PROBE_EVERY_MILLIS);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (Exception e) {
+                        failures.incrementAndGet();
                     }
-                    out.set(false);
-                });
-            }, 0, PROBE_EVERY_MILLIS, TimeUnit.MILLISECONDS);
+                }
+            }, "no-op-probe");
+            thread.setDaemon(true);
+            thread.start();
         }
 
         /** The latencies (ms) of the probes sent between {@code fromNanos} and {@code toNanos}. */
@@ -197,8 +211,8 @@ class HealthWatchBenchmark {
 
         @Override
         public void close() {
-            timer.shutdownNow();
-            client.close();
+            running = false;
+            thread.interrupt();
         }
     }
 
@@ -229,6 +243,8 @@ class HealthWatchBenchmark {
         int changes = Integer.getInteger("health.bench.changes", 20);
         int servers = Integer.getInteger("health.bench.servers", 3);
         boolean onLeader = "leader".equals(System.getProperty("health.bench.watched", "follower"));
+        // the figures go beside this build's distribution, wherever the servers come from
+        Path out = Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("health-watch-benchmark.txt");
         String servedFrom = System.getProperty("health.bench.distribution", "");
         if (!servedFrom.isBlank()) { // the servers from another build (an A/B pair: the same load tool against both)
             System.setProperty("conclave.distribution", servedFrom);
@@ -317,6 +333,8 @@ class HealthWatchBenchmark {
                     }
 
                     List<Double> probesDuringWakes = probe.between(changesStart, System.nanoTime());
+                    raw.append(String.format("probes %d answered in all, %d during the measured changes, %d failed%n", probe.answers.size(),
+                            probesDuringWakes.size(), probe.failures.get()));
                     watchers.wakes.clear();
                     put(leader.http, "/v1/catalog/register", "{\"Node\": \"db-node-" + run + "\", \"Address\": \"10.2.0." + run
                             + "\", \"Service\": {\"ID\": \"db-" + run + "\", \"Service\": \"db\", \"Port\": 5432}}");
@@ -356,7 +374,6 @@ class HealthWatchBenchmark {
                 millis(BenchFigures.median(p99s)), millis(BenchFigures.median(sendP99s)), unrelatedTotal,
                 millis(BenchFigures.median(noopAlone)), millis(BenchFigures.median(noopDuringWakes))));
         System.out.println(report);
-        Path out = Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("health-watch-benchmark.txt");
         Files.writeString(out, report.toString());
         Files.writeString(out.resolveSibling("health-watch-raw.txt"), raw.toString());
     }
