@@ -7,28 +7,32 @@
 # must wake no watcher. The load tool is HealthWatchBenchmark (distribution's tests, Vert.x's HTTP client, one
 # connection a watcher); it starts the servers from the built distribution.
 #
-#   bench/health-watch-bench.sh [-w watchers] [-s seconds] [-r runs] [-c changes] [-n servers] [-l] [-q stale]
+#   bench/health-watch-bench.sh [-w watchers] [-s seconds] [-r runs] [-c changes] [-n servers] [-l] [-q stale] [-d dir]
 #
 # -q adds query parameters to every watcher's request (-q stale: ?stale, served without a ReadIndex round).
+# -d runs the servers from the distribution unpacked in dir (another build's: an A/B pair, one load tool for both).
 #
-# Figures go to stdout and to bench/results/health-watch-<time>/. MVN_FLAGS (default -o) is passed to Maven.
+# Figures go to stdout and to bench/results/health-watch-<time>/ (health-watch-raw.txt: every change's sending and
+# acknowledgement and every answer's arrival, System.nanoTime, which all processes of the machine share). MVN_FLAGS
+# (default -o) is passed to Maven.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-watchers=1000 seconds=60 runs=3 changes=20 servers=3 watched=follower parameters=""
-while getopts "w:s:r:c:n:lq:" opt; do
+watchers=1000 seconds=60 runs=3 changes=20 servers=3 watched=follower parameters="" distribution=""
+while getopts "w:s:r:c:n:lq:d:" opt; do
   case $opt in
-    w) watchers=$OPTARG ;; s) seconds=$OPTARG ;; r) runs=$OPTARG ;; c) changes=$OPTARG ;; n) servers=$OPTARG ;; l) watched=leader ;; q) parameters=$OPTARG ;;
-    *) echo "usage: $0 [-w watchers] [-s seconds] [-r runs] [-c changes] [-n servers] [-l] [-q stale]" >&2; exit 2 ;;
+    w) watchers=$OPTARG ;; s) seconds=$OPTARG ;; r) runs=$OPTARG ;; c) changes=$OPTARG ;; n) servers=$OPTARG ;; l) watched=leader ;; q) parameters=$OPTARG ;; d) distribution=$OPTARG ;;
+    *) echo "usage: $0 [-w watchers] [-s seconds] [-r runs] [-c changes] [-n servers] [-l] [-q stale] [-d dir]" >&2; exit 2 ;;
   esac
 done
 out="$here/results/health-watch-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 cd "$repo"
-rm -rf distribution/target/failsafe-reports distribution/target/health-watch-benchmark.txt
+rm -rf distribution/target/failsafe-reports distribution/target/health-watch-benchmark.txt distribution/target/health-watch-raw.txt
 mvn -B ${MVN_FLAGS--o} -pl distribution -am verify -Phealth-watch-bench -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
   -Dfailsafe.failIfNoSpecifiedTests=false -Dhealth.bench.watchers="$watchers" -Dhealth.bench.seconds="$seconds" \
   -Dhealth.bench.runs="$runs" -Dhealth.bench.changes="$changes" -Dhealth.bench.servers="$servers" \
-  -Dhealth.bench.watched="$watched" -Dhealth.bench.parameters="$parameters" > "$out/maven.log" 2>&1 || { tail -50 "$out/maven.log" >&2; exit 1; }
+  -Dhealth.bench.watched="$watched" -Dhealth.bench.parameters="$parameters" -Dhealth.bench.distribution="$distribution" > "$out/maven.log" 2>&1 || { tail -50 "$out/maven.log" >&2; exit 1; }
 cp distribution/target/health-watch-benchmark.txt "$out/"
+cp distribution/target/health-watch-raw.txt "$out/" 2>/dev/null || true
 cat "$out/health-watch-benchmark.txt"

@@ -37,11 +37,18 @@ import org.junit.jupiter.api.io.TempDir;
  * <li><b>wakes</b>: {@code C} changes (20 by default), one every second or so once every watcher is armed again: the
  *     status of {@code web-1}'s check flipped between passing and warning by a catalog register sent to the leader; for
  *     each watcher, from the write's acknowledgement (the leader's 200 {@code true}, once applied there) to its answer
- *     (which must show the new status), and from the write's sending too;</li>
+ *     (which must show the new status), and from the write's sending too; the first {@link #WARM_UP_CHANGES} changes of
+ *     each run are sent and checked but not measured (a fresh server's first wakes measure its JIT);</li>
  * <li><b>unrelated changes</b>: a service {@code db} registered and a KV key written: how many watchers answered (0 is
  *     right: a watch on {@code web} is woken by changes to {@code web} only).</li>
  * </ol>
- * The watchers are closed between runs (their connections with them), so each baseline has none.
+ * The watchers are closed between runs (their connections with them), so each baseline has none. Throughout each run
+ * a {@link Probe} asks the watched server a no-op request every 20 ms: its p99 in the baseline window is what the
+ * machine's load alone costs an answer, and during the wakes what the wakes cost the server's other requests.
+ *
+ * <p>Every timestamp is {@link System#nanoTime}, which the processes of one machine share (Linux's monotonic clock):
+ * {@code health-watch-raw.txt} beside the figures holds each change's sending and acknowledgement and each answer's
+ * arrival, to set beside a server's own timestamps.
  *
  * <p>Not part of the normal build: {@code bench/health-watch-bench.sh}, or
  * {@code mvn -B -pl distribution -am verify -Phealth-watch-bench -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false}
@@ -55,8 +62,23 @@ class HealthWatchBenchmark {
     private static final String WAIT = "5m";
     /** How long every watcher's answer to one change may take before the run fails: far above any latency measured. */
     private static final Duration WAKE_DEADLINE = Duration.ofSeconds(30);
-    /** Between a change's last answer and the next change, once every watcher asked again: its request on the server. */
-    private static final long SETTLE_MILLIS = 500;
+    /**
+     * Between a change's last answer and the next change, once every watcher asked again: each watcher's request is
+     * parked on the server only after its ReadIndex round (a default-consistency query's), and a round that takes longer
+     * than RaftService's attempt bound (the maximum election timeout, 2 s by default) is answered 500, which fails the
+     * run. So after this long every watcher waits, and the next change measures wakes, not re-arming watchers that come
+     * back from their round to find the index already passed (500 ms was too short at a load of 18 on two cores: 203 of
+     * 1,000 watchers were still in their round when the next change came, and their "wake" was that round).
+     */
+    private static final long SETTLE_MILLIS = 2_000;
+    /** Between two no-op probes ({@link Probe}). */
+    private static final long PROBE_EVERY_MILLIS = 20;
+    /**
+     * Changes each run sends before those it measures ({@code -Dhealth.bench.warmup}): the first wakes after the idle
+     * window run code the JIT has not compiled yet in a fresh server (p99 above a second in the first run of every
+     * set), which a server in service has long compiled.
+     */
+    private static final int WARM_UP_CHANGES = Integer.getInteger("health.bench.warmup", 3);
     /**
      * Parameters added to every watcher's query ({@code -Dhealth.bench.parameters=stale}: {@code &stale}): a default
      * (leader-consistent) query pays a ReadIndex round each time it is asked, a stale one none.
@@ -76,7 +98,7 @@ class HealthWatchBenchmark {
     }
 
     /** An answer to a watcher: when it came, and whether it showed a warning. */
-    private record Wake(int watcher, long answeredNanos, boolean warning, long index) {
+    private record Wake(int watcher, long answeredNanos, boolean warning, long index, String thread) {
     }
 
     /** The watchers of one run: armed again after every answer until closed. */
@@ -121,7 +143,8 @@ class HealthWatchBenchmark {
                 }
                 LoadClient.Answer answer = result.result();
                 String body = answer.text();
-                wakes.add(new Wake(watcher.number, answer.answeredNanos(), body.contains("\"warning\""), answer.index()));
+                wakes.add(new Wake(watcher.number, answer.answeredNanos(), body.contains("\"warning\""), answer.index(),
+                        Thread.currentThread().getName()));
                 watcher.index = answer.index();
                 watcher.lastBody = body;
                 arm(watcher);
@@ -132,6 +155,64 @@ class HealthWatchBenchmark {
         public void close() {
             running = false;
             client.close();
+        }
+    }
+
+    /**
+     * A no-op request ({@code GET /v1/status/leader}, answered on the event loop from memory) to the watched server
+     * every {@link #PROBE_EVERY_MILLIS} or so, one at a time, for the whole run: what the machine's load alone costs an HTTP
+     * answer, beside which the wakes' latency is read. It runs in the baseline window and in the idle window alike, so
+     * the idle watchers' cost (their difference) does not include it.
+     */
+    private static final class Probe implements AutoCloseable {
+        final ConcurrentLinkedQueue<long[]> answers = new ConcurrentLinkedQueue<>(); // {sent nanos, latency nanos}
+        final AtomicLong failures = new AtomicLong();
+        final Thread thread;
+        volatile boolean running = true;
+
+        /**
+         * One request at a time from a thread of its own (the JDK's client, synchronous), so that a probe never queues
+         * behind another nor behind the watchers' client (a first version on a Vert.x client of its own stopped
+         * answering after a few hundred probes in some runs, for a reason not found).
+         */
+        Probe(int port) {
+            thread = new Thread(() -> {
+                while (running) {
+                    long sent = System.nanoTime();
+                    try {
+                        HttpResponse<String> response = Http.call("GET", port, "/v1/status/leader", null);
+                        if (response.statusCode() == 200) {
+                            answers.add(new long[] {sent, System.nanoTime() - sent});
+                        } else {
+                            failures.incrementAndGet();
+                        }
+                        pause(PROBE_EVERY_MILLIS);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (Exception e) {
+                        failures.incrementAndGet();
+                    }
+                }
+            }, "no-op-probe");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        /** The latencies (ms) of the probes sent between {@code fromNanos} and {@code toNanos}. */
+        List<Double> between(long fromNanos, long toNanos) {
+            List<Double> latencies = new ArrayList<>();
+            for (long[] answer : answers) {
+                if (answer[0] >= fromNanos && answer[0] < toNanos) {
+                    latencies.add(answer[1] / 1e6);
+                }
+            }
+            return latencies;
+        }
+
+        @Override
+        public void close() {
+            running = false;
+            thread.interrupt();
         }
     }
 
@@ -162,11 +243,17 @@ class HealthWatchBenchmark {
         int changes = Integer.getInteger("health.bench.changes", 20);
         int servers = Integer.getInteger("health.bench.servers", 3);
         boolean onLeader = "leader".equals(System.getProperty("health.bench.watched", "follower"));
+        // the figures go beside this build's distribution, wherever the servers come from
+        Path out = Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("health-watch-benchmark.txt");
+        String servedFrom = System.getProperty("health.bench.distribution", "");
+        if (!servedFrom.isBlank()) { // the servers from another build (an A/B pair: the same load tool against both)
+            System.setProperty("conclave.distribution", servedFrom);
+        }
         GossipCluster cluster = new GossipCluster();
         StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s, %d s windows, %d changes a run, query "
                         + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
                         + "run  baseline_cpu_%%  watchers_cpu_%%  extra_%%_of_a_core  wake_p50_ms  wake_p99_ms  wake_max_ms  from_send_p50_ms"
-                        + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  load_avg%n",
+                        + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  noop_p99_ms_baseline  noop_p99_ms_wakes  load_avg%n",
                 servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", seconds, changes));
         List<Double> baselines = new ArrayList<>();
         List<Double> extras = new ArrayList<>();
@@ -174,6 +261,9 @@ class HealthWatchBenchmark {
         List<Double> p99s = new ArrayList<>();
         List<Double> sendP99s = new ArrayList<>();
         List<Long> unrelatedTotal = new ArrayList<>();
+        StringBuilder raw = new StringBuilder();
+        List<Double> noopAlone = new ArrayList<>();
+        List<Double> noopDuringWakes = new ArrayList<>();
         try {
             List<GossipCluster.Node> nodes = cluster.cluster(work, servers, "");
             GossipCluster.Node leader = cluster.awaitLeader(nodes);
@@ -184,10 +274,12 @@ class HealthWatchBenchmark {
             long pid = watched.process.process.pid();
             boolean warning = false;
             for (int run = 1; run <= runs; run++) {
+                Probe probe = new Probe(watched.http);
                 long before = BenchFigures.cpuMillis(pid);
                 long start = System.nanoTime();
                 pause(seconds * 1000L);
                 double baseline = percentOfCore(BenchFigures.cpuMillis(pid) - before, System.nanoTime() - start);
+                List<Double> probesAlone = probe.between(start, System.nanoTime());
 
                 Watchers watchers = new Watchers(watcherCount, watched.http, index(watched.http));
                 try {
@@ -207,7 +299,8 @@ class HealthWatchBenchmark {
                     List<Double> fromAck = new ArrayList<>();
                     List<Double> fromSend = new ArrayList<>();
                     List<Double> acks = new ArrayList<>();
-                    for (int change = 0; change < changes; change++) {
+                    long changesStart = System.nanoTime();
+                    for (int change = -WARM_UP_CHANGES; change < changes; change++) {
                         warning = !warning;
                         watchers.wakes.clear();
                         long sent = System.nanoTime();
@@ -217,18 +310,31 @@ class HealthWatchBenchmark {
                         AgentProcess.awaitCondition(() -> "every watcher's answer to change " + watchers.wakes.size() + " of " + watcherCount
                                 + ", errors " + watchers.errorSamples, WAKE_DEADLINE, () -> watchers.wakes.size() >= watcherCount);
                         boolean expected = warning;
+                        boolean measured = change >= 0;
+                        if (measured) {
+                            raw.append(String.format("change %d %d sent %d ack %d%n", run, change, sent, acknowledged));
+                        }
                         for (Wake wake : watchers.wakes) {
                             if (wake.warning() != expected) {
                                 throw new AssertionError("watcher " + wake.watcher() + " answered at index " + wake.index()
                                         + " without the change (warning expected: " + expected + ")");
                             }
-                            fromAck.add((wake.answeredNanos() - acknowledged) / 1e6);
-                            fromSend.add((wake.answeredNanos() - sent) / 1e6);
+                            if (measured) {
+                                raw.append(String.format("wake %d %d %d %s%n", wake.watcher(), wake.answeredNanos(), wake.index(), wake.thread()));
+                                fromAck.add((wake.answeredNanos() - acknowledged) / 1e6);
+                                fromSend.add((wake.answeredNanos() - sent) / 1e6);
+                            }
+                        }
+                        if (!measured) {
+                            changesStart = System.nanoTime();
                         }
                         AgentProcess.awaitCondition("every watcher asking again", WAKE_DEADLINE, () -> watchers.armed.get() == watcherCount);
                         pause(SETTLE_MILLIS);
                     }
 
+                    List<Double> probesDuringWakes = probe.between(changesStart, System.nanoTime());
+                    raw.append(String.format("probes %d answered in all, %d during the measured changes, %d failed%n", probe.answers.size(),
+                            probesDuringWakes.size(), probe.failures.get()));
                     watchers.wakes.clear();
                     put(leader.http, "/v1/catalog/register", "{\"Node\": \"db-node-" + run + "\", \"Address\": \"10.2.0." + run
                             + "\", \"Service\": {\"ID\": \"db-" + run + "\", \"Service\": \"db\", \"Port\": 5432}}");
@@ -244,13 +350,17 @@ class HealthWatchBenchmark {
                     p99s.add(p99);
                     sendP99s.add(BenchFigures.percentile(fromSend, 0.99));
                     unrelatedTotal.add(unrelated);
-                    report.append(String.format("%3d  %14.2f  %14.2f  %18.2f  %11s  %11s  %11s  %16s  %16s  %19s  %15d  %s%n", run, baseline, idle,
-                            idle - baseline, millis(p50), millis(p99), millis(BenchFigures.percentile(fromAck, 1.0)),
+                    noopAlone.add(BenchFigures.percentile(probesAlone, 0.99));
+                    noopDuringWakes.add(BenchFigures.percentile(probesDuringWakes, 0.99));
+                    report.append(String.format("%3d  %14.2f  %14.2f  %18.2f  %11s  %11s  %11s  %16s  %16s  %19s  %15d  %20s  %17s  %s%n", run,
+                            baseline, idle, idle - baseline, millis(p50), millis(p99), millis(BenchFigures.percentile(fromAck, 1.0)),
                             millis(BenchFigures.percentile(fromSend, 0.5)), millis(BenchFigures.percentile(fromSend, 0.99)),
-                            millis(BenchFigures.median(acks)), unrelated, BenchFigures.loadAverage()));
+                            millis(BenchFigures.median(acks)), unrelated, millis(BenchFigures.percentile(probesAlone, 0.99)),
+                            millis(BenchFigures.percentile(probesDuringWakes, 0.99)), BenchFigures.loadAverage()));
                     System.out.print(report);
                 } finally {
                     watchers.close();
+                    probe.close();
                 }
                 pause(5_000); // the server sees the connections close and drops their watches before the next baseline
             }
@@ -258,12 +368,14 @@ class HealthWatchBenchmark {
             cluster.closeAll();
         }
         report.append(String.format("median of %d runs: baseline %.2f %% of a core, idle watchers add %.2f %% of a core (target < 2);"
-                        + " wake from the write's ack p50 %s ms, p99 %s ms (target < 50); from its sending p99 %s ms; unrelated wakes %s%n",
+                        + " wake from the write's ack p50 %s ms, p99 %s ms (target < 50); from its sending p99 %s ms; unrelated wakes %s;"
+                        + " a no-op request's p99 %s ms with no watcher, %s ms during the wakes%n",
                 runs, BenchFigures.median(baselines), BenchFigures.median(extras), millis(BenchFigures.median(p50s)),
-                millis(BenchFigures.median(p99s)), millis(BenchFigures.median(sendP99s)), unrelatedTotal));
+                millis(BenchFigures.median(p99s)), millis(BenchFigures.median(sendP99s)), unrelatedTotal,
+                millis(BenchFigures.median(noopAlone)), millis(BenchFigures.median(noopDuringWakes))));
         System.out.println(report);
-        Path out = Path.of(System.getProperty("conclave.distribution")).getParent().getParent().resolve("health-watch-benchmark.txt");
         Files.writeString(out, report.toString());
+        Files.writeString(out.resolveSibling("health-watch-raw.txt"), raw.toString());
     }
 
     private static double percentOfCore(long cpuMillis, long wallNanos) {

@@ -146,6 +146,11 @@ public final class AclHttpApi implements HttpApi.Gate {
         return false;
     }
 
+    @Override
+    public Optional<Authorizer> authorizerNow(HttpServerRequest request) {
+        return store.resolve(secretOf(request));
+    }
+
     /** What {@code request} needs; list endpoints need only what lets them answer, then filter. */
     private Predicate<Authorizer> requirement(HttpServerRequest request, String path) {
         HttpMethod method = request.method();

@@ -11,12 +11,15 @@ import io.conclave.engine.raft.kv.HealthCheck;
 import io.conclave.engine.raft.kv.NodeService;
 import io.conclave.engine.raft.service.CatalogService;
 import io.conclave.engine.raft.service.ReadConsistency;
+import io.vertx.core.AsyncResult;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -28,6 +31,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToLongFunction;
 
 /**
@@ -56,7 +61,8 @@ import java.util.function.ToLongFunction;
  *     {@code service:write} on its service and on each check's service, {@code node:write} for a check of the node
  *     itself; a deregistration the same for what it removes; else 403 "Permission denied", nothing written.</li>
  * </ul>
- * Answers are built on a worker from one point-in-time catalog (immutable), never on an event loop.
+ * Answers are built on a worker from one point-in-time catalog (immutable), never on an event loop. Blocking queries
+ * woken by one change share one answer when they ask the same thing with the same rights ({@link SharedKey}).
  */
 public final class CatalogHttpApi {
 
@@ -73,9 +79,20 @@ public final class CatalogHttpApi {
     static final List<String> STATES = List.of("any", HealthCheck.PASSING, HealthCheck.WARNING, HealthCheck.CRITICAL,
             HealthCheck.MAINTENANCE, "unknown");
 
+    /**
+     * The most distinct woken queries whose last answer is kept for sharing: far above the distinct watched queries of
+     * a real agent (the watchers of one service ask the same thing); past it the others are dropped, which costs only
+     * encodings.
+     */
+    static final int MAX_SHARED_ANSWERS = 1024;
+    /** Answers encoded since start, by every instance (a woken answer shared by N queries counts once): for tests. */
+    private static final AtomicLong ANSWERS_ENCODED = new AtomicLong();
+
     private final Vertx vertx;
     private final CatalogService catalog;
     private HttpApi http;
+    /** Per query and rights, the catalog its watchers were last woken with and the answer built from it. */
+    private final Map<SharedKey, SharedAnswer> sharedAnswers = new ConcurrentHashMap<>();
 
     public CatalogHttpApi(Vertx vertx, CatalogService catalog) {
         this.vertx = vertx;
@@ -389,6 +406,11 @@ public final class CatalogHttpApi {
      * while {@code ?index} is given and the result set's index has not passed it, then builds the answer on a worker
      * from the catalog as it stood.
      *
+     * <p>A blocking query woken by a change is answered from the catalog that change left, with its token's rights as
+     * they are then ({@link HttpApi#authorizerNow}), and shares that answer with every other query woken by the same
+     * change that asks the same thing with the same rights ({@link #answerWoken}): a thousand watchers of one service cost one
+     * encoding, and each of them one write on its own event loop.
+     *
      * @param argument the name the path ends in, or {@code null} for an exact path
      */
     private void read(HttpServerRequest request, Filter.Field schema, PathArgument argument, Endpoint endpoint) {
@@ -413,62 +435,166 @@ public final class CatalogHttpApi {
             HttpApi.error(request, 400, e.getMessage());
             return;
         }
-        Context requestContext = vertx.getOrCreateContext();
-        Authorizer acl = http.authorizer(request).orElse(null);
+        Reply reply = new Reply(request, vertx.getOrCreateContext(), request.params().contains("pretty"), consistency.stale() ? "stale"
+                : request.params().contains("consistent") ? "consistent" : "leader");
+        Future<Long> ready = catalog.raft().readyToRead(consistency);
+        if (index == 0) {
+            Authorizer acl = http.authorizer(request).orElse(null);
+            ready.compose(ignored -> catalog.readHere())
+                    .compose(state -> encodeOnWorker(state, answer, options, acl, reply.pretty()))
+                    .onComplete(reply::send);
+            return;
+        }
         CatalogWatches.Query query = new CatalogWatches.Query(answer.topics(), answer.index());
-        catalog.raft().readyToRead(consistency)
-                .compose(ignored -> awaitIndex(request, query, index, wait))
-                .compose(woken -> woken != null ? Future.succeededFuture(woken) : catalog.readHere())
-                .compose(state -> vertx.executeBlocking(() -> encode(request, state, answer, options, acl), false))
-                .onComplete(built -> requestContext.runOnContext(v -> {
-                    if (built.failed()) {
-                        Requests.fail(request, built.cause());
-                        return;
-                    }
-                    if (request.response().ended() || request.response().closed()) {
-                        return;
-                    }
-                    Encoded encoded = built.result();
-                    if (encoded.filtered()) {
-                        request.response().putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
-                    }
-                    catalog.raft().queryMeta().forEach(request.response()::putHeader);
-                    request.response().putHeader("X-Consul-Effective-Consistency", consistency.stale() ? "stale"
-                                    : request.params().contains("consistent") ? "consistent" : "leader")
-                            .putHeader("X-Consul-Index", Long.toString(encoded.index()))
-                            .putHeader("Content-Type", "application/json")
-                            .setStatusCode(200)
-                            .end(encoded.body());
-                }));
+        String sameAnswer = sharedQuery(request);
+        ready.onComplete(confirmed -> {
+            if (confirmed.failed()) {
+                reply.send(Future.failedFuture(confirmed.cause()));
+                return;
+            }
+            BlockingWatches.Handle<Catalog> watch = catalog.watches().await(query, index, Requests.jittered(wait));
+            // answered, or its connection or stream gone: not the response's closeHandler, which HttpApi holds for a
+            // forwarded stream
+            http.whenDone(request, watch::cancel);
+            // the watch's future has no context: this runs where the watch completes (the watch thread), with no event
+            // loop in between, and hands the answer to the request's own event loop once encoded
+            watch.woken().onComplete(woken -> {
+                Future<Encoded> built;
+                try {
+                    Authorizer acl = http.authorizerNow(request);
+                    built = woken.result() != null
+                            ? answerWoken(woken.result(), new SharedKey(sameAnswer, acl), answer, options, acl, reply.pretty())
+                            : catalog.readHere().compose(state -> encodeOnWorker(state, answer, options, acl, reply.pretty()));
+                } catch (RuntimeException e) {
+                    built = Future.failedFuture(e);
+                }
+                built.onComplete(reply::send);
+            });
+        });
     }
 
-    /** An answer ready to send. */
-    record Encoded(long index, String body, boolean filtered) {
-    }
+    /** Where and how one read is answered: on its own event loop ({@code context}), once its answer is built. */
+    private record Reply(HttpServerRequest request, Context context, boolean pretty, String effectiveConsistency) {
 
-    /** On a worker: the answer's body and index from one catalog. */
-    private static Encoded encode(HttpServerRequest request, Catalog state, Answer answer, Options options, Authorizer acl) {
-        Visibility visible = new Visibility(acl);
-        Object body = answer.body().build(state, options, visible);
-        boolean pretty = request.params().contains("pretty");
-        String text = body == null ? "null"
-                : body instanceof JsonObject object ? (pretty ? object.encodePrettily() : object.encode())
-                : pretty ? ((JsonArray) body).encodePrettily() : ((JsonArray) body).encode();
-        return new Encoded(answer.index().applyAsLong(state), text, visible.filtered);
+        void send(AsyncResult<Encoded> built) {
+            context.runOnContext(v -> {
+                if (built.failed()) {
+                    Requests.fail(request, built.cause());
+                    return;
+                }
+                HttpServerResponse response = request.response();
+                if (response.ended() || response.closed()) {
+                    return;
+                }
+                Encoded encoded = built.result();
+                if (encoded.filtered()) {
+                    response.putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
+                }
+                encoded.queryMeta().forEach(response::putHeader);
+                response.putHeader("X-Consul-Effective-Consistency", effectiveConsistency)
+                        .putHeader("X-Consul-Index", Long.toString(encoded.index()))
+                        .putHeader("Content-Type", "application/json")
+                        .setStatusCode(200)
+                        .end(encoded.body());
+            });
+        }
     }
 
     /**
-     * A blocking query, as {@link KvHttpApi}'s: completes with the catalog that moved the result set's index past
-     * {@code index}, or with {@code null} (read now) when {@code wait} runs out, plus up to a sixteenth of it at random
-     * as Consul adds; cancelled at once when its client goes away.
+     * An answer ready to send: its body (a buffer written as many times as there are readers, never changed), and
+     * Consul's query meta headers as they stood when it was built.
      */
-    private Future<Catalog> awaitIndex(HttpServerRequest request, CatalogWatches.Query query, long index, Duration wait) {
-        if (index == 0) {
-            return Future.succeededFuture(null);
+    record Encoded(long index, Buffer body, boolean filtered, Map<String, String> queryMeta) {
+    }
+
+    /**
+     * What makes two woken queries' answers the same: the path and every parameter but {@code index} and {@code wait}
+     * ({@link #sharedQuery}), and what the token may see — the {@link Authorizer} decided at the answer
+     * ({@link HttpApi#authorizerNow}): one object per token while the ACLs stay as they are, a new one once they
+     * change, so an answer built under rights since changed is never shared ({@code null}: no ACLs).
+     */
+    record SharedKey(String query, Authorizer acl) {
+
+        @Override
+        public boolean equals(Object other) {
+            return other instanceof SharedKey key && key.query.equals(query) && key.acl == acl; // the rights by identity
         }
-        BlockingWatches.Handle<Catalog> watch = catalog.watches().await(query, index, Requests.jittered(wait));
-        http.whenDone(request, watch::cancel); // answered, or its connection or stream gone: not the response's closeHandler, which HttpApi holds for a forwarded stream
-        return watch.woken();
+
+        @Override
+        public int hashCode() {
+            return query.hashCode() * 31 + System.identityHashCode(acl);
+        }
+    }
+
+    /** The catalog some queries were woken with (by identity: one point in time) and their answer, being built or done. */
+    private record SharedAnswer(Catalog woken, Future<Encoded> encoded) {
+    }
+
+    /** Answers encoded since start, by every instance in this JVM (a woken answer shared by N queries counts once). */
+    public static long answersEncoded() {
+        return ANSWERS_ENCODED.get();
+    }
+
+    /**
+     * A woken query's answer: the one already built (or being built) for the same {@code key} from the same catalog,
+     * else built here and offered to the others. An entry is replaced when its query is woken again by a later
+     * catalog; a failed build is not kept.
+     */
+    private Future<Encoded> answerWoken(Catalog woken, SharedKey key, Answer answer, Options options, Authorizer acl, boolean pretty) {
+        SharedAnswer existing = sharedAnswers.get(key);
+        if (existing != null && existing.woken() == woken) {
+            return existing.encoded();
+        }
+        Promise<Encoded> encoded = Promise.promise();
+        SharedAnswer mine = new SharedAnswer(woken, encoded.future());
+        SharedAnswer kept = sharedAnswers.compute(key, (ignored, current) -> current != null && current.woken() == woken ? current : mine);
+        if (kept != mine) {
+            return kept.encoded();
+        }
+        if (sharedAnswers.size() > MAX_SHARED_ANSWERS) {
+            sharedAnswers.keySet().removeIf(other -> !other.equals(key));
+        }
+        encodeOnWorker(woken, answer, options, acl, pretty).onComplete(result -> {
+            if (result.failed()) {
+                sharedAnswers.remove(key, mine);
+            }
+            encoded.handle(result); // no context: its readers' listeners run here, each handing the answer to its event loop
+        });
+        return encoded.future();
+    }
+
+    /**
+     * The request's path and raw (still percent-encoded, so unambiguous) query without its {@code index} and
+     * {@code wait} parameters: what its answer depends on besides the token's rights.
+     */
+    private static String sharedQuery(HttpServerRequest request) {
+        StringBuilder query = new StringBuilder(request.path()).append('?');
+        String raw = request.query();
+        if (raw != null) {
+            for (String parameter : raw.split("&", -1)) {
+                int equals = parameter.indexOf('=');
+                String name = equals < 0 ? parameter : parameter.substring(0, equals);
+                if (!name.equals("index") && !name.equals("wait")) {
+                    query.append(parameter).append('&');
+                }
+            }
+        }
+        return query.toString();
+    }
+
+    private Future<Encoded> encodeOnWorker(Catalog state, Answer answer, Options options, Authorizer acl, boolean pretty) {
+        return vertx.executeBlocking(() -> encode(state, answer, options, acl, pretty), false);
+    }
+
+    /** On a worker: the answer's body and index from one catalog. */
+    private Encoded encode(Catalog state, Answer answer, Options options, Authorizer acl, boolean pretty) {
+        ANSWERS_ENCODED.incrementAndGet();
+        Visibility visible = new Visibility(acl);
+        Object body = answer.body().build(state, options, visible);
+        String text = body == null ? "null"
+                : body instanceof JsonObject object ? (pretty ? object.encodePrettily() : object.encode())
+                : pretty ? ((JsonArray) body).encodePrettily() : ((JsonArray) body).encode();
+        return new Encoded(answer.index().applyAsLong(state), Buffer.buffer(text), visible.filtered, catalog.raft().queryMeta());
     }
 
     /** The read's parameters, or {@link Requests.BadRequest} / {@link Filter.Invalid} naming what is wrong. */

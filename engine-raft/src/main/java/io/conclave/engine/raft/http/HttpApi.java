@@ -262,6 +262,19 @@ public final class HttpApi {
      */
     public interface Gate {
         boolean admit(HttpServerRequest request, String path);
+
+        /**
+         * What the token of {@code request}, admitted earlier, may do now: the decision made again with the rights as
+         * they are; empty when its token no longer exists.
+         */
+        java.util.Optional<Authorizer> authorizerNow(HttpServerRequest request);
+    }
+
+    /** A request's token, admitted when it came, no longer exists when it is answered (a blocking query's wait). */
+    public static final class TokenNotFound extends RuntimeException {
+        public TokenNotFound() {
+            super("ACL not found", null, false, false);
+        }
     }
 
     private volatile Gate gate;
@@ -276,6 +289,23 @@ public final class HttpApi {
     /** What the gate found a request's token may do; empty without ACLs (everything). */
     public java.util.Optional<Authorizer> authorizer(HttpServerRequest request) {
         return java.util.Optional.ofNullable(authorizers.get(request));
+    }
+
+    /**
+     * What {@code request}'s token may do at this moment, for an answer given long after the request was admitted (a
+     * blocking query woken minutes later): the gate decides again, so that rights the token gained or lost while the
+     * query waited count in its answer; {@code null} without ACLs (everything). The gate's decisions are cached per
+     * token until the ACLs change: the same {@link Authorizer} while they do not.
+     *
+     * @throws TokenNotFound when the token no longer exists
+     */
+    public Authorizer authorizerNow(HttpServerRequest request) {
+        Authorizer admitted = authorizers.get(request);
+        Gate current = gate;
+        if (admitted == null || current == null) {
+            return admitted;
+        }
+        return current.authorizerNow(request).orElseThrow(TokenNotFound::new);
     }
 
     /** The gate's: {@code authorizer} is what {@code request}'s token may do. */

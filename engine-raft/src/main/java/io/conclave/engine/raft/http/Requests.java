@@ -164,6 +164,8 @@ public final class Requests {
                 || error instanceof CatalogJson.Malformed) {
             HttpApi.error(request, 400, error instanceof CatalogJson.Malformed ? "Request decode failed: " + error.getMessage()
                     : error.getMessage());
+        } else if (error instanceof HttpApi.TokenNotFound) {
+            HttpApi.error(request, 403, error.getMessage()); // as the gate answers a request whose token does not exist
         } else if (error instanceof KvService.NotAvailableException) {
             HttpApi.error(request, 501, error.getMessage());
         } else if (error instanceof RefusedException refused && (refused.reason() == Refusal.OVERLOADED

@@ -5,9 +5,8 @@ import io.vertx.core.Promise;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -39,7 +38,7 @@ public abstract class BlockingWatches<Q, S, R> implements AutoCloseable {
         void cancel();
     }
 
-    private final ScheduledExecutorService thread;
+    private final ScheduledThreadPoolExecutor thread;
     private final Supplier<Future<S>> current;
     private final AtomicInteger waiting = new AtomicInteger();
     private final AtomicLong woken = new AtomicLong();
@@ -49,21 +48,29 @@ public abstract class BlockingWatches<Q, S, R> implements AutoCloseable {
      * @param current    reads the state as it is now (on the node: O(1))
      */
     protected BlockingWatches(String threadName, Supplier<Future<S>> current) {
-        this.thread = Executors.newSingleThreadScheduledExecutor(runnable -> {
+        this.thread = new ScheduledThreadPoolExecutor(1, runnable -> {
             Thread watcher = new Thread(runnable, threadName);
             watcher.setDaemon(true);
             return watcher;
         });
+        // a woken watch's timer leaves the queue at once (O(log n)): else each stays queued for its whole wait (5 min and
+        // more), holding its watch and the state it was woken with, and a service whose 1,000 watchers are woken every
+        // second keeps 300,000 dead timers (and their catalogs) in the heap
+        this.thread.setRemoveOnCancelPolicy(true);
         this.current = current;
     }
 
-    /** One waiting query; its fields other than the query and index are touched on the watch thread only. */
+    /**
+     * One waiting query; its fields other than the query, the index and {@code finished} are touched on the watch
+     * thread only.
+     */
     protected final class Watch implements Handle<R> {
         final Q query;
         final long index;
         private final Promise<R> done = Promise.promise();
         private ScheduledFuture<?> timer;
-        private boolean finished;
+        /** Written on the watch thread only, before {@link #done} completes; read by {@link #cancel} anywhere. */
+        private volatile boolean finished;
 
         private Watch(Q query, long index) {
             this.query = query;
@@ -85,9 +92,16 @@ public abstract class BlockingWatches<Q, S, R> implements AutoCloseable {
             return done.future();
         }
 
+        /**
+         * Cancels the watch, unless it finished already: a query is cancelled once its answer is written (and when its
+         * client goes), and a woken one has finished by then, so a thousand answered watchers cost the watch thread
+         * nothing here, not a thousand tasks (and as many wake-ups of its thread) while their answers are being written.
+         */
         @Override
         public void cancel() {
-            thread.execute(() -> finish(this, notPassed()));
+            if (!finished) {
+                thread.execute(() -> finish(this, notPassed()));
+            }
         }
     }
 
@@ -121,6 +135,14 @@ public abstract class BlockingWatches<Q, S, R> implements AutoCloseable {
     /** How many queries wait now. */
     public int waiting() {
         return waiting.get();
+    }
+
+    /**
+     * The tasks queued on the watch thread: one timer per waiting query, and the changes and registrations not yet
+     * handled; a finished query's timer is not among them.
+     */
+    public int queuedTasks() {
+        return thread.getQueue().size();
     }
 
     /** How many waiting queries a change has woken, in all. */

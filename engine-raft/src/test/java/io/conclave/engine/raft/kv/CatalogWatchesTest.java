@@ -103,4 +103,28 @@ class CatalogWatchesTest {
         apply(7, CatalogStateTest.register("n2", null));
         assertEquals(7, Await.result(watch.woken()).nodesIndex());
     }
+
+    @Test
+    void woken_and_cancelled_watches_leave_no_timer_queued_for_the_rest_of_their_wait() throws Exception {
+        apply(5, CatalogStateTest.register("n1", CatalogStateTest.service("web-1", "web"),
+                CatalogStateTest.check("service:web-1", "web-1", HealthCheck.PASSING)));
+        long index = kv.catalog().serviceIndex("web");
+        List<BlockingWatches.Handle<Catalog>> woken = new java.util.ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            woken.add(watches.await(serviceQuery("web"), index, Duration.ofMinutes(5)));
+        }
+        BlockingWatches.Handle<Catalog> cancelled = watches.await(serviceQuery("web"), index, Duration.ofMinutes(5));
+        Await.until("every watch is counted", () -> watches.waiting() == 201);
+        cancelled.cancel();
+        assertNull(Await.result(cancelled.woken()));
+
+        apply(6, CatalogStateTest.register("n1", null, CatalogStateTest.check("service:web-1", "web-1", HealthCheck.WARNING)));
+        for (BlockingWatches.Handle<Catalog> watch : woken) {
+            assertNotNull(Await.result(watch.woken()));
+        }
+        Await.until("the watch thread has handled the change", () -> watches.waiting() == 0);
+        // a finished watch's timer would otherwise stay queued for its 5 minutes, holding the watch and its catalog:
+        // 1,000 watchers woken every second would keep 300,000 of them
+        assertEquals(0, watches.queuedTasks(), "timers left queued by finished watches");
+    }
 }
