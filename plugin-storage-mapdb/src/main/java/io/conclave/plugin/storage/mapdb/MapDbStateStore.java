@@ -70,6 +70,8 @@ public final class MapDbStateStore implements StateStore {
     static final String FILE_NAME = "state.mapdb";
     private static final Cleaner CLEANER = Cleaner.create();
     private static final Object DELETED = new Object();
+    /** A change's read that found no record (never a record's bytes: compared by identity). */
+    private static final byte[] ABSENT = new byte[0];
     /** Records trimmed or deleted per hold of the lock by the reclaimer: an apply waits for at most one batch. */
     static final int RECLAIM_BATCH = 64;
     /** The file grows by this much at a time. */
@@ -102,6 +104,8 @@ public final class MapDbStateStore implements StateStore {
     private Change open;
     private Loader loading;
     private Thread reclaimer;
+    /** The records the changes read from the tree, all told (the writer's thread only): for tests. */
+    private long changeTreeReads;
 
     private MapDbStateStore(Path folder) {
         this.folder = folder;
@@ -561,6 +565,13 @@ public final class MapDbStateStore implements StateStore {
     private final class Change implements StateChange {
         private final Catalog start;
         private final Map<String, Pending> touched = new HashMap<>();
+        /**
+         * Each stored record this change read, by physical table and key ({@link #ABSENT}: none): an apply reads a key,
+         * checks it exists, then writes it, and the commit needs its versions; one read of the tree serves all of them.
+         * The committed state does not change while the change is open (one writer; the reclaimer only drops versions
+         * no view reads, never the newest one, so a record read here stays right for this change's reads and commit).
+         */
+        private final Map<Integer, Map<String, byte[]>> reads = new HashMap<>();
         private boolean over;
 
         Change(Catalog start) {
@@ -586,12 +597,24 @@ public final class MapDbStateStore implements StateStore {
             if (physicalId == null) {
                 return null;
             }
-            try {
-                byte[] record = records.get(key(physicalId, key));
-                return record == null ? null : VersionedRecord.newest(record);
-            } catch (RuntimeException e) {
-                throw failed("read " + key, e);
+            byte[] record = committedRecord(physicalId, key);
+            return record == null ? null : VersionedRecord.newest(record);
+        }
+
+        /** The committed record (every version) of {@code key} in a physical table, or null: read once per change. */
+        private byte[] committedRecord(int physicalId, String key) {
+            Map<String, byte[]> table = reads.computeIfAbsent(physicalId, id -> new HashMap<>());
+            byte[] record = table.get(key);
+            if (record == null) {
+                changeTreeReads++;
+                try {
+                    record = records.get(key(physicalId, key));
+                } catch (RuntimeException e) {
+                    throw failed("read " + key, e);
+                }
+                table.put(key, record == null ? ABSENT : record);
             }
+            return record == ABSENT ? null : record;
         }
 
         @Override
@@ -711,7 +734,7 @@ public final class MapDbStateStore implements StateStore {
                     int id = pending.base != null ? pending.base : nextPhysicalId++;
                     Table<?> table = declared.get(entry.getKey());
                     for (Map.Entry<String, Object> write : pending.writes.entrySet()) {
-                        write(table, id, write.getKey(), write.getValue(), index, pinned);
+                        write(table, id, pending.base != null, write.getKey(), write.getValue(), index, pinned);
                     }
                     tables.put(entry.getKey(), new Physical(id, pending.size));
                 }
@@ -729,11 +752,25 @@ public final class MapDbStateStore implements StateStore {
             open = null;
         }
 
+        /**
+         * Writes version {@code index} of {@code key} into physical table {@code id} ({@code existed}: one with committed
+         * records, else a new one). With no view open, the record becomes that one version (or goes, for a deletion)
+         * whatever it held: no need to read it.
+         */
         @SuppressWarnings({"unchecked", "rawtypes"})
-        private void write(Table table, int id, String key, Object value, long index, java.util.NavigableSet<Long> pinned) {
+        private void write(Table table, int id, boolean existed, String key, Object value, long index,
+                           java.util.NavigableSet<Long> pinned) {
             byte[] stored = key(id, key);
-            byte[] existing = records.get(stored);
             byte[] encoded = value == DELETED ? null : table.codec().encode(value);
+            if (pinned.isEmpty()) {
+                if (encoded != null) {
+                    records.put(stored, VersionedRecord.single(index, encoded));
+                } else if (existed && committedRecord(id, key) != null) {
+                    records.remove(stored);
+                }
+                return;
+            }
+            byte[] existing = existed ? committedRecord(id, key) : null; // a new physical table holds no record yet
             List<VersionedRecord.Version> versions = VersionedRecord.merge(existing, index, encoded, pinned);
             if (versions.isEmpty()) {
                 if (existing != null) {
@@ -911,6 +948,11 @@ public final class MapDbStateStore implements StateStore {
                 lock.unlock();
             }
         }
+    }
+
+    /** The records the changes read from the tree so far: for tests, on the writer's thread. */
+    long changeTreeReads() {
+        return changeTreeReads;
     }
 
     /** How many versions the committed record of {@code key} holds now (0: none): for tests. */

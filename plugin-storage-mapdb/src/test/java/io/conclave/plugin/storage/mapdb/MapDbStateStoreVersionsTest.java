@@ -58,6 +58,32 @@ class MapDbStateStoreVersionsTest {
     }
 
     @Test
+    void an_apply_that_reads_a_key_checks_it_and_writes_it_reads_it_from_the_tree_once_with_or_without_a_view_open() {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "first");
+            for (int index = 2; index <= 3; index++) {
+                StateView view = index == 3 ? store.view() : null; // with a view open, the commit keeps the version it reads
+                long before = store.changeTreeReads();
+                StateChange change = store.change();
+                assertEquals(index == 2 ? "first" : "second", change.get(table, "hot"));
+                change.put(table, "hot", index == 2 ? "second" : "third"); // checks whether the key exists (the table's size)
+                change.commit(index);
+                assertEquals(1, store.changeTreeReads() - before, "tree reads of the key by the apply at index " + index);
+                if (view != null) {
+                    assertEquals("second", view.get(table, "hot"));
+                    assertEquals(2, store.versionsOf(table, "hot"), "the newest, and the one the open view reads");
+                    view.close();
+                }
+            }
+            try (StateView view = store.view()) {
+                assertEquals("third", view.get(table, "hot"));
+                assertEquals(1, view.size(table));
+            }
+        }
+    }
+
+    @Test
     void a_key_deleted_under_an_open_view_is_gone_from_the_tree_once_the_view_closes() throws Exception {
         try (MapDbStateStore store = MapDbStateStore.open(folder)) {
             Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
