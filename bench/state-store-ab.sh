@@ -6,15 +6,18 @@
 # the cluster, the 1-minute load average at the end of the run) and the medians per build and store.
 #
 #   bench/state-store-ab.sh -b "main=/path/to/main/dist branch=/path/to/branch/dist" [-s "heap mapdb"] [-z 10] [-r 3] [-d 20]
+#       [-H branch]
 #
+# -H build: the heap store runs on that build only (when the builds differ only in the MapDB store), after its other
+# stores.
 # A distribution folder is distribution/target/conclave-*/conclave-*/ of a build (mvn -B package -DskipTests); copy it
 # aside before building the other one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-builds="" systems="heap mapdb" sizes=10 rounds=3 duration=20
-while getopts "b:s:z:r:d:" opt; do
+builds="" systems="heap mapdb" sizes=10 rounds=3 duration=20 heap_on=""
+while getopts "b:s:z:r:d:H:" opt; do
   case $opt in
-    b) builds=$OPTARG ;; s) systems=$OPTARG ;; z) sizes=$OPTARG ;; r) rounds=$OPTARG ;; d) duration=$OPTARG ;;
+    b) builds=$OPTARG ;; s) systems=$OPTARG ;; z) sizes=$OPTARG ;; r) rounds=$OPTARG ;; d) duration=$OPTARG ;; H) heap_on=$OPTARG ;;
     *) echo "usage: $0 -b \"name=dist name=dist\" [-s \"heap mapdb\"] [-z 10] [-r 3] [-d 20]" >&2; exit 2 ;;
   esac
 done
@@ -26,7 +29,7 @@ for size in $sizes; do
   for round in $(seq 1 "$rounds"); do
     for build in $builds; do
       name=${build%%=*} dist=${build#*=}
-      for system in $systems; do
+      for system in $systems $([ "$name" = "$heap_on" ] && echo heap); do
         log="$out/$size-$round-$name-$system.txt"
         CONCLAVE_DIST=$dist "$here/state-store-bench.sh" -z "$size" -s "$system" -r 1 -d "$duration" -w > "$log" 2>&1 || {
           echo "run failed: $log" >&2; tail -5 "$log" >&2; continue; }

@@ -94,6 +94,11 @@ final class VersionedRecord {
         return null;
     }
 
+    /** Whether the newest version of {@code record} is a value (not a deletion), without copying it. */
+    static boolean newestIsValue(byte[] record) {
+        return ByteBuffer.wrap(record).get(2 + 8) == 0;
+    }
+
     /** The newest value of {@code record}, or null when its newest version is a deletion. */
     static byte[] newest(byte[] record) {
         return at(record, Long.MAX_VALUE);

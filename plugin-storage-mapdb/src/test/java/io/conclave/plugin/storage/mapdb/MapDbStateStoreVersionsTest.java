@@ -21,8 +21,12 @@ class MapDbStateStoreVersionsTest {
     Path folder;
 
     private static void write(MapDbStateStore store, Table<String> table, long index, String value) {
+        write(store, table, index, "hot", value);
+    }
+
+    private static void write(MapDbStateStore store, Table<String> table, long index, String key, String value) {
         StateChange change = store.change();
-        change.put(table, "hot", value);
+        change.put(table, key, value);
         change.commit(index);
     }
 
@@ -80,6 +84,31 @@ class MapDbStateStoreVersionsTest {
                 assertEquals("third", view.get(table, "hot"));
                 assertEquals(1, view.size(table));
             }
+        }
+    }
+
+    @Test
+    void a_record_id_a_scan_may_still_hold_is_not_reused_while_its_view_is_open() throws Exception {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "a", "A");
+            StateView view = store.view(); // at 1: sees "a" only
+            write(store, table, 2, "k", "K");
+            java.util.Iterator<io.conclave.api.state.StateRecord<String>> scan = view.scan(table, null, null);
+            assertEquals("a", scan.next().key()); // the scan holds the tree's leaf: "k" and its record id with it
+            StateChange change = store.change();
+            change.delete(table, "k"); // no open view reads "k" (the view is older than it): its record goes, its id is freed
+            change.commit(3);
+            assertEquals(0, store.versionsOf(table, "k"));
+            try (io.conclave.api.state.StateLoader loader = store.loader()) {
+                for (int i = 0; i < 100; i++) {
+                    loader.put(table, "loaded" + i, "a value loaded at index 0, which every view would see");
+                }
+            }
+            java.util.List<String> rest = new java.util.ArrayList<>();
+            scan.forEachRemaining(record -> rest.add(record.key() + "=" + record.value()));
+            assertEquals(java.util.List.of(), rest, "what the view at index 1 still scans after \"a\"");
+            view.close();
         }
     }
 
