@@ -9,7 +9,12 @@
 # leader's index again), and a new server's catch-up. Each measurement three times on the same loaded cluster; the
 # summary gives medians.
 #
-#   bench/state-store-bench.sh [-z "10 100 1024"] [-s "heap mapdb etcd"] [-r runs] [-d seconds]
+#   bench/state-store-bench.sh [-z "10 100 1024"] [-s "heap mapdb etcd"] [-r runs] [-d seconds] [-w]
+#
+# -w: writes only (each run: the writes/s and p99 at 64 connections; no reads, snapshots, restarts or catch-up), with
+# the GC figures and the load average; for side-by-side runs of two builds (bench/state-store-ab.sh).
+# CONCLAVE_DIST: the distribution folder to run (default: this checkout's distribution/target); EXTRA_JAVA_OPTS: more
+# options for the Conclave servers (say a JFR recording).
 #
 # Sizes in MiB. Heaps: the MapDB store's servers always run at -Xmx256m; the heap store's at HEAP_STORE_XMX (default:
 # 512m up to 100 MiB, 6g at 1 GiB). Needs: etcd and etcdctl (Debian's etcd-server and etcd-client, 3.4), wrk, curl, and
@@ -17,15 +22,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-sizes="10 100 1024" systems="heap mapdb etcd" runs=3 duration=20
-while getopts "z:s:r:d:" opt; do
+sizes="10 100 1024" systems="heap mapdb etcd" runs=3 duration=20 writes_only=0
+while getopts "z:s:r:d:w" opt; do
   case $opt in
-    z) sizes=$OPTARG ;; s) systems=$OPTARG ;; r) runs=$OPTARG ;; d) duration=$OPTARG ;;
-    *) echo "usage: $0 [-z \"10 100 1024\"] [-s \"heap mapdb etcd\"] [-r runs] [-d seconds]" >&2; exit 2 ;;
+    z) sizes=$OPTARG ;; s) systems=$OPTARG ;; r) runs=$OPTARG ;; d) duration=$OPTARG ;; w) writes_only=1 ;;
+    *) echo "usage: $0 [-z \"10 100 1024\"] [-s \"heap mapdb etcd\"] [-r runs] [-d seconds] [-w]" >&2; exit 2 ;;
   esac
 done
 for tool in etcd etcdctl wrk curl; do command -v $tool >/dev/null || { echo "$tool not found (apt-get install etcd-server etcd-client wrk curl)" >&2; exit 2; }; done
-dist=$(ls -d "$repo"/distribution/target/conclave-*/conclave-*/ 2>/dev/null | head -1)
+dist=${CONCLAVE_DIST:-$(ls -d "$repo"/distribution/target/conclave-*/conclave-*/ 2>/dev/null | head -1)}
 [ -x "$dist/bin/conclave" ] || { echo "no distribution: run mvn -B package -DskipTests first" >&2; exit 2; }
 out="$here/results/state-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
@@ -59,7 +64,7 @@ rec() { echo -e "$1" >> "$out/raw.tsv"; echo -e "$1"; } # size system run metric
 # ---------------------------------------------------------------- Conclave
 conclave_config() { # i store
   cat > "$work/c$1.json" <<JSON
-{"node_name": "c$1", "data_dir": "$work/conclave/c$1", "bootstrap_expect": 3,
+{"node_name": "c$1", "server": true, "data_dir": "$work/conclave/c$1", "bootstrap_expect": 3,
  "retry_join": ["127.0.0.1:24600", "127.0.0.1:24601", "127.0.0.1:24602"],
  "plugins": {"state_store": "$2"}, "autopilot": {"server_stabilization_time": "1s"},
  "ports": {"http": 2450$1, "server": 2430$1, "serf_lan": 2460$1, "dns": -1}}
@@ -68,7 +73,7 @@ JSON
 conclave_start() { # i store label
   local heap=256m
   if [ "$2" = heap ]; then heap=${HEAP_STORE_XMX:-$([ "$size" -ge 1024 ] && echo 6g || echo 512m)}; fi
-  JAVA_OPTS="-Xmx$heap -Xlog:gc:file=$out/gc-$3-c$1.log" "$dist/bin/conclave" agent -config-file "$work/c$1.json" \
+  JAVA_OPTS="-Xmx$heap -Xlog:gc:file=$out/gc-$3-c$1.log ${EXTRA_JAVA_OPTS:-}" "$dist/bin/conclave" agent -config-file "$work/c$1.json" \
     > "$out/$3-c$1.log" 2>&1 &
   echo $! > "$work/pid-c$1"
 }
@@ -238,6 +243,8 @@ for size in $sizes; do
       leader=$("${kind}_leader")
       read -r rate p99 errors < <(wrk_run "$system" "$leader" 0 "$keys" "$duration")
       rec "$size\t$system\t$run\twrites_per_s_64\t$rate"; rec "$size\t$system\t$run\twrite_p99_ms\t$p99"; rec "$size\t$system\t$run\twrite_errors\t$errors"
+      rec "$size\t$system\t$run\tload_average_1m\t$(cut -d' ' -f1 /proc/loadavg)"
+      [ "$writes_only" = 1 ] && continue
       read -r rate p99 errors < <(wrk_run "$system" "$leader" 1 "$keys" 10)
       rec "$size\t$system\t$run\treads_per_s_64\t$rate"; rec "$size\t$system\t$run\tread_p99_ms\t$p99"
       read -r ms bytes < <(snapshot_run "$system" "$leader")

@@ -35,7 +35,8 @@ record CleanCloseRecord(long index, String label, Map<String, long[]> tables, in
                         long fileBytes, long fileCrc32c) {
 
     static final String FILE_NAME = "state.clean";
-    private static final int MAGIC = 0x434c5331; // "CLS1"
+    /** "CLS2": a file of the layout with record ids ("CLS1": records in the tree's values) is never reused. */
+    private static final int MAGIC = 0x434c5332;
     private static final int MAX_BYTES = 1 << 20;
 
     byte[] encode() {

@@ -42,14 +42,17 @@ import org.slf4j.LoggerFactory;
  * ({@value #FILE_NAME}), so that a state of several GiB lives in the page cache, not in the Java heap; the heap holds
  * the tree's nodes only while they are read.
  *
- * <p><b>Views without copies: versioned records.</b> A record's key is its table's physical id (4 bytes) and its key
- * (UTF-16 code units, big-endian: byte order is {@link String#compareTo} order); its value lists the key's versions,
- * newest first ({@link VersionedRecord}). A view is the committed index and the table catalog at that point; it reads,
- * for each key, the newest version at or before its index. A commit writes version {@code i} and keeps an older version
- * only if an open view reads it (the newest version at or before that view's index); a background reclaimer trims
- * those once the views close. With no view open, a
- * record has one version and a write costs one read and one write of the tree. A view registers under the store's lock,
- * which a commit holds while it writes: a view is never taken half-way through a commit.
+ * <p><b>Views without copies: versioned records.</b> The tree maps a stored key — its table's physical id (4 bytes) and
+ * its key (UTF-16 code units, big-endian: byte order is {@link String#compareTo} order) — to the id of its record in
+ * MapDB's store; the record lists the key's versions, newest first ({@link VersionedRecord}). A view is the committed
+ * index and the table catalog at that point; it reads, for each key, the newest version at or before its index. A commit
+ * writes version {@code i} and keeps an older version only if an open view reads it (the newest version at or before
+ * that view's index); a background reclaimer trims those once the views close. With no view open, a record has one
+ * version. A change reads each key's record once (the apply's read, its existence check and the commit's merge share
+ * it), and an overwrite updates the record in place by its id without writing the tree: a KV put is one descent of the
+ * tree, one record read and one record write. An id taken out of the tree is given back to MapDB only once no view that
+ * may have read it is open ({@link #freed}). A view registers under the store's lock, which a commit holds while it
+ * writes: a view is never taken half-way through a commit.
  *
  * <p><b>Whole tables in O(1).</b> The catalog maps each table to a physical id: {@code clear} and {@code replace} and a
  * loader's {@code install} change the catalog only; a physical table no view or table refers to any more is deleted by
@@ -70,6 +73,12 @@ public final class MapDbStateStore implements StateStore {
     static final String FILE_NAME = "state.mapdb";
     private static final Cleaner CLEANER = Cleaner.create();
     private static final Object DELETED = new Object();
+    /** A key's record as a change read it: its id in {@link #values} and its bytes (every version). */
+    private record Stored(long id, byte[] record) {
+    }
+
+    /** A change's read that found no record (compared by identity). */
+    private static final Stored NONE = new Stored(0, null);
     /** Records trimmed or deleted per hold of the lock by the reclaimer: an apply waits for at most one batch. */
     static final int RECLAIM_BATCH = 64;
     /** The file grows by this much at a time. */
@@ -95,13 +104,28 @@ public final class MapDbStateStore implements StateStore {
     private int nextPhysicalId = 1;
     private boolean reclaimWanted;
     private DB db;
-    private BTreeMap<byte[], byte[]> records;
+    /** Each stored key (its table's physical id and its key) and the id of its record in {@link #values}. */
+    private BTreeMap<byte[], Long> records;
+    /**
+     * The records (a key's versions), each under an id of its own: an overwrite updates the record in place, without
+     * writing the tree (MapDB's B-tree with its values outside the nodes read the old value and a leaf twice per put).
+     */
+    private org.mapdb.Store values;
+    /**
+     * Record ids taken out of the tree but not given back to MapDB yet, each with the sequence of the newest view at
+     * that moment: a view that read the id from the tree before it went may still read the record, so an id is given
+     * back (and may be reused) only once every view as old is closed. Guarded by the lock.
+     */
+    private final java.util.ArrayDeque<long[]> freed = new java.util.ArrayDeque<>();
+    private long viewSequence;
     private volatile Catalog committed = new Catalog(0, Map.of());
     private volatile boolean closed;
     private Optional<CleanClose> cleanClose = Optional.empty();
     private Change open;
     private Loader loading;
     private Thread reclaimer;
+    /** The records the changes read from the tree, all told (the writer's thread only): for tests. */
+    private long changeTreeReads;
 
     private MapDbStateStore(Path folder) {
         this.folder = folder;
@@ -171,9 +195,8 @@ public final class MapDbStateStore implements StateStore {
                 .fileMmapPreclearDisable()
                 .allocateIncrement(ALLOCATE_INCREMENT_BYTES)
                 .make();
-        records = db.treeMap("records", Serializer.BYTE_ARRAY, Serializer.BYTE_ARRAY)
-                .valuesOutsideNodesEnable()
-                .createOrOpen();
+        records = db.treeMap("keys", Serializer.BYTE_ARRAY, Serializer.LONG).createOrOpen();
+        values = db.getStore();
     }
 
     private void reuse(CleanCloseRecord found) {
@@ -198,6 +221,8 @@ public final class MapDbStateStore implements StateStore {
         }
         db = null;
         records = null;
+        values = null;
+        freed.clear();
     }
 
     // ---------------------------------------------------------------- keys
@@ -220,14 +245,61 @@ public final class MapDbStateStore implements StateStore {
         return new String(chars);
     }
 
-    /** The stored keys of a physical table from {@code from} (or its start) to before {@code to} (or its end). */
-    private Iterator<Map.Entry<byte[], byte[]>> range(int physicalId, String from, String to) {
+    /** The stored keys of a physical table from {@code from} (or its start) to before {@code to} (or its end), with their record ids. */
+    private Iterator<Map.Entry<byte[], Long>> keyRange(int physicalId, String from, String to) {
         if (from != null && to != null && from.compareTo(to) >= 0) {
             return java.util.Collections.emptyIterator();
         }
         byte[] low = key(physicalId, from == null ? "" : from);
         byte[] high = to == null ? key(physicalId + 1, "") : key(physicalId, to);
         return records.subMap(low, true, high, false).entrySet().iterator();
+    }
+
+    /** {@link #keyRange} with each key's record (null: the key went while the scan passed it). */
+    private Iterator<Map.Entry<byte[], byte[]>> range(int physicalId, String from, String to) {
+        Iterator<Map.Entry<byte[], Long>> keys = keyRange(physicalId, from, to);
+        return new Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return keys.hasNext();
+            }
+
+            @Override
+            public Map.Entry<byte[], byte[]> next() {
+                Map.Entry<byte[], Long> entry = keys.next();
+                Long id = entry.getValue();
+                return new java.util.AbstractMap.SimpleImmutableEntry<>(entry.getKey(),
+                        id == null ? null : values.get(id, Serializer.BYTE_ARRAY));
+            }
+        };
+    }
+
+    /** The record (every version) stored under {@code stored}, or null. Any thread. */
+    private byte[] read(byte[] stored) {
+        Long id = records.get(stored);
+        return id == null ? null : values.get(id, Serializer.BYTE_ARRAY);
+    }
+
+    /** Under the lock: {@code id} is out of the tree; given back to MapDB once no open view may hold it. */
+    private void free(long id) {
+        freed.addLast(new long[] {viewSequence, id});
+    }
+
+    /**
+     * Under the lock, on the writer's thread at the end of a commit (no change reads meanwhile), or at a close with no
+     * view open: gives MapDB back the freed ids that no open view may still hold.
+     */
+    private void releaseFreed() {
+        if (freed.isEmpty()) {
+            return;
+        }
+        long oldest = Long.MAX_VALUE;
+        for (Pin pin : openViews) {
+            oldest = Math.min(oldest, pin.sequence);
+        }
+        while (!freed.isEmpty() && freed.peekFirst()[0] < oldest) {
+            values.delete(freed.pollFirst()[1], Serializer.BYTE_ARRAY);
+        }
     }
 
     // ---------------------------------------------------------------- the SPI
@@ -309,7 +381,7 @@ public final class MapDbStateStore implements StateStore {
         try {
             requireOpen();
             Catalog catalog = committed;
-            Pin pin = new Pin(catalog);
+            Pin pin = new Pin(catalog, ++viewSequence);
             pins.merge(catalog.index(), 1, Integer::sum);
             catalog.tables().values().forEach(physical -> physicalRefs.merge(physical.id(), 1, Integer::sum));
             openViews.add(pin);
@@ -352,6 +424,7 @@ public final class MapDbStateStore implements StateStore {
         try {
             releaseViews();
             trimAll();
+            releaseFreed(); // no view is open any more: every id goes back
             Catalog catalog = committed;
             Map<String, long[]> tables = new LinkedHashMap<>();
             catalog.tables().forEach((name, physical) -> tables.put(name, new long[] {physical.id(), physical.size()}));
@@ -417,10 +490,13 @@ public final class MapDbStateStore implements StateStore {
     /** What a view holds of the store: its catalog. Released once, by the view's close or by the cleaner. */
     private final class Pin {
         final Catalog catalog;
+        /** The order the views were taken in: see {@link #freed}. */
+        final long sequence;
         volatile boolean released;
 
-        Pin(Catalog catalog) {
+        Pin(Catalog catalog, long sequence) {
             this.catalog = catalog;
+            this.sequence = sequence;
         }
 
         void release() {
@@ -480,7 +556,7 @@ public final class MapDbStateStore implements StateStore {
                 return null;
             }
             try {
-                byte[] record = records.get(key(physical.id(), key));
+                byte[] record = read(key(physical.id(), key));
                 byte[] value = record == null ? null : VersionedRecord.at(record, pin.catalog.index());
                 return value == null ? null : table.codec().decode(key, value);
             } catch (RuntimeException e) {
@@ -561,6 +637,13 @@ public final class MapDbStateStore implements StateStore {
     private final class Change implements StateChange {
         private final Catalog start;
         private final Map<String, Pending> touched = new HashMap<>();
+        /**
+         * Each stored record this change read, by physical table and key ({@link #ABSENT}: none): an apply reads a key,
+         * checks it exists, then writes it, and the commit needs its versions; one read of the tree serves all of them.
+         * The committed state does not change while the change is open (one writer; the reclaimer only drops versions
+         * no view reads, never the newest one, so a record read here stays right for this change's reads and commit).
+         */
+        private final Map<Integer, Map<String, Stored>> reads = new HashMap<>();
         private boolean over;
 
         Change(Catalog start) {
@@ -586,12 +669,31 @@ public final class MapDbStateStore implements StateStore {
             if (physicalId == null) {
                 return null;
             }
-            try {
-                byte[] record = records.get(key(physicalId, key));
-                return record == null ? null : VersionedRecord.newest(record);
-            } catch (RuntimeException e) {
-                throw failed("read " + key, e);
+            byte[] record = committedRecord(physicalId, key);
+            return record == null ? null : VersionedRecord.newest(record);
+        }
+
+        /** The committed record (every version) of {@code key} in a physical table, or null: read once per change. */
+        private byte[] committedRecord(int physicalId, String key) {
+            return stored(physicalId, key).record();
+        }
+
+        /** The committed record of {@code key} in a physical table and its id, or {@link #NONE}: read once per change. */
+        private Stored stored(int physicalId, String key) {
+            Map<String, Stored> table = reads.computeIfAbsent(physicalId, id -> new HashMap<>());
+            Stored found = table.get(key);
+            if (found == null) {
+                changeTreeReads++;
+                try {
+                    Long id = records.get(key(physicalId, key));
+                    byte[] record = id == null ? null : values.get(id, Serializer.BYTE_ARRAY);
+                    found = record == null ? NONE : new Stored(id, record);
+                } catch (RuntimeException e) {
+                    throw failed("read " + key, e);
+                }
+                table.put(key, found);
             }
+            return found;
         }
 
         @Override
@@ -711,12 +813,13 @@ public final class MapDbStateStore implements StateStore {
                     int id = pending.base != null ? pending.base : nextPhysicalId++;
                     Table<?> table = declared.get(entry.getKey());
                     for (Map.Entry<String, Object> write : pending.writes.entrySet()) {
-                        write(table, id, write.getKey(), write.getValue(), index, pinned);
+                        write(table, id, pending.base != null, write.getKey(), write.getValue(), index, pinned);
                     }
                     tables.put(entry.getKey(), new Physical(id, pending.size));
                 }
                 dropUnreferenced(before, tables);
                 committed = new Catalog(index, Map.copyOf(tables));
+                releaseFreed();
             } catch (RuntimeException e) {
                 if (e instanceof IllegalArgumentException || e instanceof IllegalStateException) {
                     throw e;
@@ -729,21 +832,41 @@ public final class MapDbStateStore implements StateStore {
             open = null;
         }
 
+        /**
+         * Writes version {@code index} of {@code key} into physical table {@code id} ({@code existed}: one with committed
+         * records, else a new one). With no view open, the record becomes that one version (or goes, for a deletion)
+         * whatever it held: no need to read it.
+         */
         @SuppressWarnings({"unchecked", "rawtypes"})
-        private void write(Table table, int id, String key, Object value, long index, java.util.NavigableSet<Long> pinned) {
+        private void write(Table table, int id, boolean existed, String key, Object value, long index,
+                           java.util.NavigableSet<Long> pinned) {
             byte[] stored = key(id, key);
-            byte[] existing = records.get(stored);
             byte[] encoded = value == DELETED ? null : table.codec().encode(value);
-            List<VersionedRecord.Version> versions = VersionedRecord.merge(existing, index, encoded, pinned);
-            if (versions.isEmpty()) {
-                if (existing != null) {
-                    records.remove(stored);
-                }
+            Stored before = existed ? stored(id, key) : NONE; // a new physical table holds no record yet
+            byte[] record;
+            if (pinned.isEmpty()) {
+                record = encoded == null ? null : VersionedRecord.single(index, encoded);
             } else {
-                records.put(stored, VersionedRecord.encode(versions));
+                List<VersionedRecord.Version> versions = VersionedRecord.merge(before.record(), index, encoded, pinned);
+                record = versions.isEmpty() ? null : VersionedRecord.encode(versions);
                 if (versions.size() > 1) {
                     untrimmed.add(ByteBuffer.wrap(stored));
                 }
+            }
+            // The record's id: none if the change found none (only commits add records to a live table, and this is the
+            // one change); the id read if its newest version is a value (the reclaimer never removes such a record);
+            // else (a deletion kept for views, which the reclaimer may have removed since) the tree says.
+            Long current = before == NONE ? null : VersionedRecord.newestIsValue(before.record()) ? Long.valueOf(before.id())
+                    : records.get(stored);
+            if (record == null) {
+                if (current != null) {
+                    records.remove(stored);
+                    free(current);
+                }
+            } else if (current != null) {
+                values.update(current, record, Serializer.BYTE_ARRAY);
+            } else {
+                records.put(stored, values.put(record, Serializer.BYTE_ARRAY));
             }
         }
 
@@ -863,7 +986,10 @@ public final class MapDbStateStore implements StateStore {
             try {
                 byte[] stored = key(physical.id(), key);
                 byte[] encoded = ((ValueCodec) table.codec()).encode(value);
-                byte[] before = records.put(stored, VersionedRecord.encode(List.of(new VersionedRecord.Version(0, encoded))));
+                Long before = records.put(stored, values.put(VersionedRecord.single(0, encoded), Serializer.BYTE_ARRAY));
+                if (before != null) {
+                    values.delete(before, Serializer.BYTE_ARRAY); // the loader's own table: nothing reads it before the install
+                }
                 tables.put(table.name(), before == null ? new Physical(physical.id(), physical.size() + 1) : physical);
             } catch (RuntimeException e) {
                 throw failed("load " + key, e);
@@ -913,10 +1039,15 @@ public final class MapDbStateStore implements StateStore {
         }
     }
 
+    /** The records the changes read from the tree so far: for tests, on the writer's thread. */
+    long changeTreeReads() {
+        return changeTreeReads;
+    }
+
     /** How many versions the committed record of {@code key} holds now (0: none): for tests. */
     int versionsOf(Table<?> table, String key) {
         Physical physical = committed.tables().get(table.name());
-        byte[] record = physical == null ? null : records.get(key(physical.id(), key));
+        byte[] record = physical == null ? null : read(key(physical.id(), key));
         return record == null ? 0 : VersionedRecord.decode(record).size();
     }
 
@@ -983,12 +1114,17 @@ public final class MapDbStateStore implements StateStore {
                 if (target == null) {
                     return;
                 }
-                Iterator<Map.Entry<byte[], byte[]>> batch = range(target, null, null);
-                List<byte[]> keys = new ArrayList<>();
+                Iterator<Map.Entry<byte[], Long>> batch = keyRange(target, null, null);
+                List<Map.Entry<byte[], Long>> keys = new ArrayList<>();
                 while (batch.hasNext() && keys.size() < RECLAIM_BATCH) {
-                    keys.add(batch.next().getKey());
+                    keys.add(batch.next());
                 }
-                keys.forEach(records::remove);
+                // a dropped table no view refers to and no change reads (a change reads the tables of the catalog it
+                // started from; a table is dropped by a commit or an install, with no change open): ids back at once
+                for (Map.Entry<byte[], Long> key : keys) {
+                    records.remove(key.getKey());
+                    values.delete(key.getValue(), Serializer.BYTE_ARRAY);
+                }
                 if (keys.size() < RECLAIM_BATCH) {
                     dropped.remove(target);
                 }
@@ -1023,7 +1159,8 @@ public final class MapDbStateStore implements StateStore {
     private void trim(List<ByteBuffer> keys, java.util.NavigableSet<Long> pinned) {
         for (ByteBuffer key : keys) {
             byte[] stored = key.array();
-            byte[] record = records.get(stored);
+            Long id = records.get(stored);
+            byte[] record = id == null ? null : values.get(id, Serializer.BYTE_ARRAY);
             if (record == null) {
                 untrimmed.remove(key);
                 continue;
@@ -1032,8 +1169,9 @@ public final class MapDbStateStore implements StateStore {
             List<VersionedRecord.Version> kept = VersionedRecord.trimmed(versions, pinned);
             if (kept.isEmpty()) {
                 records.remove(stored);
+                free(id);
             } else if (kept.size() < versions.size()) {
-                records.put(stored, VersionedRecord.encode(kept));
+                values.update(id, VersionedRecord.encode(kept), Serializer.BYTE_ARRAY);
             }
             if (kept.size() <= 1) {
                 untrimmed.remove(key);

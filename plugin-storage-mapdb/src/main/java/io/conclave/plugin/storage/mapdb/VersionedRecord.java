@@ -46,6 +46,12 @@ final class VersionedRecord {
         return buffer.array();
     }
 
+    /** {@code encode(List.of(new Version(index, value)))} for a value (not a deletion), without the list. */
+    static byte[] single(long index, byte[] value) {
+        return ByteBuffer.allocate(2 + 9 + 4 + value.length).putShort((short) 1).putLong(index).put((byte) 0)
+                .putInt(value.length).put(value).array();
+    }
+
     static List<Version> decode(byte[] record) {
         ByteBuffer buffer = ByteBuffer.wrap(record);
         int count = buffer.getShort() & 0xffff;
@@ -86,6 +92,11 @@ final class VersionedRecord {
             }
         }
         return null;
+    }
+
+    /** Whether the newest version of {@code record} is a value (not a deletion), without copying it. */
+    static boolean newestIsValue(byte[] record) {
+        return ByteBuffer.wrap(record).get(2 + 8) == 0;
     }
 
     /** The newest value of {@code record}, or null when its newest version is a deletion. */

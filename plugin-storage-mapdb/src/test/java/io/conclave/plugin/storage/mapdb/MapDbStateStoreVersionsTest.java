@@ -21,8 +21,12 @@ class MapDbStateStoreVersionsTest {
     Path folder;
 
     private static void write(MapDbStateStore store, Table<String> table, long index, String value) {
+        write(store, table, index, "hot", value);
+    }
+
+    private static void write(MapDbStateStore store, Table<String> table, long index, String key, String value) {
         StateChange change = store.change();
-        change.put(table, "hot", value);
+        change.put(table, key, value);
         change.commit(index);
     }
 
@@ -54,6 +58,57 @@ class MapDbStateStoreVersionsTest {
             awaitVersions(store, table, 2);
             second.close();
             awaitVersions(store, table, 1);
+        }
+    }
+
+    @Test
+    void an_apply_that_reads_a_key_checks_it_and_writes_it_reads_it_from_the_tree_once_with_or_without_a_view_open() {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "first");
+            for (int index = 2; index <= 3; index++) {
+                StateView view = index == 3 ? store.view() : null; // with a view open, the commit keeps the version it reads
+                long before = store.changeTreeReads();
+                StateChange change = store.change();
+                assertEquals(index == 2 ? "first" : "second", change.get(table, "hot"));
+                change.put(table, "hot", index == 2 ? "second" : "third"); // checks whether the key exists (the table's size)
+                change.commit(index);
+                assertEquals(1, store.changeTreeReads() - before, "tree reads of the key by the apply at index " + index);
+                if (view != null) {
+                    assertEquals("second", view.get(table, "hot"));
+                    assertEquals(2, store.versionsOf(table, "hot"), "the newest, and the one the open view reads");
+                    view.close();
+                }
+            }
+            try (StateView view = store.view()) {
+                assertEquals("third", view.get(table, "hot"));
+                assertEquals(1, view.size(table));
+            }
+        }
+    }
+
+    @Test
+    void a_record_id_a_scan_may_still_hold_is_not_reused_while_its_view_is_open() throws Exception {
+        try (MapDbStateStore store = MapDbStateStore.open(folder)) {
+            Table<String> table = store.table("t", StateStoreConformanceKit.TEXT);
+            write(store, table, 1, "a", "A");
+            StateView view = store.view(); // at 1: sees "a" only
+            write(store, table, 2, "k", "K");
+            java.util.Iterator<io.conclave.api.state.StateRecord<String>> scan = view.scan(table, null, null);
+            assertEquals("a", scan.next().key()); // the scan holds the tree's leaf: "k" and its record id with it
+            StateChange change = store.change();
+            change.delete(table, "k"); // no open view reads "k" (the view is older than it): its record goes, its id is freed
+            change.commit(3);
+            assertEquals(0, store.versionsOf(table, "k"));
+            try (io.conclave.api.state.StateLoader loader = store.loader()) {
+                for (int i = 0; i < 100; i++) {
+                    loader.put(table, "loaded" + i, "a value loaded at index 0, which every view would see");
+                }
+            }
+            java.util.List<String> rest = new java.util.ArrayList<>();
+            scan.forEachRemaining(record -> rest.add(record.key() + "=" + record.value()));
+            assertEquals(java.util.List.of(), rest, "what the view at index 1 still scans after \"a\"");
+            view.close();
         }
     }
 

@@ -1,0 +1,124 @@
+package io.conclave.engine.raft.bench;
+
+import io.conclave.api.state.StateStore;
+import io.conclave.engine.raft.kv.KvCommand;
+import io.conclave.engine.raft.kv.KvStateMachine;
+import io.conclave.engine.raft.kv.KvView;
+import io.conclave.engine.raft.state.HeapStateStore;
+import io.conclave.plugin.storage.mapdb.MapDbStateStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The apply path alone, on one thread as the node applies: the key/value state machine over the heap store and over
+ * the MapDB store, each loaded with {@code state.bench.records} values of 1 KB, then overwriting random loaded keys
+ * (a PUT each, as {@code bench/wrk/conclave-update.lua} sends) for {@code state.bench.seconds}, rounds alternating heap
+ * and MapDB; applies/s and the apply p50/p99 of each round, and the medians. With {@code state.bench.viewEvery} &gt; 0,
+ * a view is taken every that many applies and held for as many (what reads and blocking queries do under load: the
+ * MapDB store then keeps older versions). Not in the normal run (its name does not end in Test):
+ *
+ * <pre>
+ *   mvn -B -o -pl engine-raft surefire:test -Dtest=StateStoreApplyBenchmark -Dsurefire.failIfNoSpecifiedTests=false \
+ *       -Dstate.bench.records=10240 -Dstate.bench.seconds=10 -Dstate.bench.rounds=3 [-Dstate.bench.viewEvery=0]
+ * </pre>
+ * (the module's tests run at -Xmx1g; add {@code -DargLine="-Xmx256m ..."} to match the MapDB store's servers).
+ */
+@Timeout(3600)
+class StateStoreApplyBenchmark {
+
+    private static final int VALUE_BYTES = 1024;
+
+    @Test
+    void applies_per_second_heap_against_mapdb() throws Exception {
+        int records = Integer.getInteger("state.bench.records", 10_240);
+        int seconds = Integer.getInteger("state.bench.seconds", 10);
+        int rounds = Integer.getInteger("state.bench.rounds", 3);
+        int viewEvery = Integer.getInteger("state.bench.viewEvery", 0);
+        Path folder = Files.createTempDirectory("state-apply-bench");
+        List<String> names = List.of("heap", "mapdb");
+        List<KvStateMachine> machines = List.of(new KvStateMachine(new HeapStateStore()),
+                new KvStateMachine(MapDbStateStore.open(folder.resolve("mapdb"))));
+        long[] index = new long[machines.size()];
+        for (int i = 0; i < machines.size(); i++) {
+            long started = System.nanoTime();
+            index[i] = load(machines.get(i), records);
+            System.out.printf("%s: loaded %d values of %d B in %d ms%n", names.get(i), records, VALUE_BYTES,
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+        }
+        List<List<double[]>> results = List.of(new ArrayList<>(), new ArrayList<>());
+        for (int round = 1; round <= rounds; round++) {
+            for (int i = 0; i < machines.size(); i++) {
+                double[] result = run(machines.get(i), records, seconds, viewEvery, index, i, round);
+                results.get(i).add(result);
+                System.out.printf("round %d %s: %.0f applies/s, p50 %.1f us, p99 %.1f us%n", round, names.get(i), result[0],
+                        result[1], result[2]);
+            }
+        }
+        for (int i = 0; i < machines.size(); i++) {
+            System.out.printf("median of %d %s (records %d, viewEvery %d): %.0f applies/s, p50 %.1f us, p99 %.1f us%n", rounds,
+                    names.get(i), records, viewEvery, median(results.get(i), 0), median(results.get(i), 1), median(results.get(i), 2));
+            StateStore store = machines.get(i).store();
+            store.close();
+        }
+    }
+
+    private static String key(int i) {
+        return String.format("bench/%09d", i);
+    }
+
+    private static long load(KvStateMachine machine, int records) {
+        Random random = new Random(1);
+        byte[] value = new byte[VALUE_BYTES];
+        long index = 0;
+        for (int i = 0; i < records; i++) {
+            random.nextBytes(value);
+            machine.apply(++index, new KvCommand(KvCommand.Op.PUT, key(i), value.clone(), 0, KvCommand.NO_CAS).encode());
+        }
+        return index;
+    }
+
+    /** {applies/s, p50 us, p99 us} of one round. */
+    private static double[] run(KvStateMachine machine, int records, int seconds, int viewEvery, long[] index, int which,
+                                int round) {
+        Random random = new Random(round);
+        byte[] value = new byte[VALUE_BYTES];
+        long[] nanos = new long[1 << 22];
+        int count = 0;
+        KvView held = null;
+        long start = System.nanoTime();
+        long end = start + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < end && count < nanos.length) {
+            random.nextBytes(value);
+            // encoded before the clock starts: the log entry arrives encoded
+            byte[] command = new KvCommand(KvCommand.Op.PUT, key(random.nextInt(records)), value.clone(), 0, KvCommand.NO_CAS).encode();
+            if (viewEvery > 0 && count % viewEvery == 0) {
+                if (held != null) {
+                    held.close();
+                }
+                held = machine.view();
+            }
+            long began = System.nanoTime();
+            machine.apply(++index[which], command);
+            nanos[count++] = System.nanoTime() - began;
+        }
+        double elapsedSeconds = (System.nanoTime() - start) / 1e9;
+        if (held != null) {
+            held.close();
+        }
+        long[] sorted = Arrays.copyOf(nanos, count);
+        Arrays.sort(sorted);
+        return new double[] {count / elapsedSeconds, sorted[count / 2] / 1000.0, sorted[(int) (count * 0.99)] / 1000.0};
+    }
+
+    private static double median(List<double[]> runs, int field) {
+        double[] values = runs.stream().mapToDouble(run -> run[field]).sorted().toArray();
+        return values[values.length / 2];
+    }
+}
