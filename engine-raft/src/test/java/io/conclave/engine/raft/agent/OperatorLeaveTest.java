@@ -4,15 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
 import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.ServerSocket;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -33,22 +30,8 @@ class OperatorLeaveTest {
 
     private static final String MANAGEMENT = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6";
 
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
     private static HttpResponse<String> call(Agent agent, String method, String path, String body, String token) throws Exception {
         return AgentHttp.call(method, agent.httpPort(), path, body, token);
-    }
-
-    private static String leaderOf(Agent agent) {
-        try {
-            return call(agent, "GET", "/v1/status/leader", null, null).body().replace("\"", "");
-        } catch (Exception e) {
-            return "";
-        }
     }
 
     private static long termOf(Agent agent) throws Exception {
@@ -69,26 +52,12 @@ class OperatorLeaveTest {
     @Test
     void when_an_operator_makes_the_leader_leave_through_a_follower_then_it_hands_over_with_one_election_and_leaves(@TempDir Path work)
             throws Exception {
-        List<Integer> raftPorts = List.of(freePort(), freePort(), freePort());
-        StringBuilder servers = new StringBuilder();
-        for (int port : raftPorts) {
-            servers.append(servers.length() == 0 ? "" : ", ").append("\"127.0.0.1:").append(port).append('"');
-        }
-        List<Agent> agents = new ArrayList<>();
-        try {
-            for (int i = 0; i < 3; i++) {
-                String json = "{\"server\": true, \"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\","
-                        + " \"bootstrap_expect\": 3, \"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "],"
-                        + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}},"
-                        + " \"ports\": {\"dns\": -1, \"http\": 0, \"server\": " + raftPorts.get(i) + "}}";
-                agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
-            }
-            Await.until("a leader all three agree on", Await.DEADLINE, () -> {
-                String leader = leaderOf(agents.get(0));
-                return !leader.isEmpty() && agents.stream().allMatch(agent -> leader.equals(leaderOf(agent)));
-            });
-            String leaderAddress = leaderOf(agents.get(0));
-            Agent leader = agents.get(raftPorts.indexOf(Integer.parseInt(leaderAddress.substring(leaderAddress.lastIndexOf(':') + 1))));
+        String acl = "\"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}},";
+        try (StaticServerCluster cluster = StaticServerCluster.start(work, acl)) {
+            List<Agent> agents = cluster.agents;
+            List<Integer> raftPorts = cluster.raftPorts;
+            Agent leader = cluster.awaitAgreedLeader();
+            String leaderAddress = StaticServerCluster.leaderOf(leader);
             String leaderName = "s" + agents.indexOf(leader);
             Agent follower = agents.stream().filter(agent -> agent != leader).findFirst().orElseThrow();
             Await.until("the cluster takes writes through the follower", Await.DEADLINE, () -> {
@@ -116,7 +85,7 @@ class OperatorLeaveTest {
             assertEquals(400, unknownId.statusCode(), unknownId.body());
             assertEquals(400, call(follower, "PUT", "/v1/conclave/leave", null, operator).statusCode(), "no server named");
             assertEquals(400, call(follower, "PUT", leavePath + "&node=" + leaderName, null, operator).statusCode(), "two named");
-            assertEquals(leaderAddress, leaderOf(follower), "nothing happened");
+            assertEquals(leaderAddress, StaticServerCluster.leaderOf(follower), "nothing happened");
             long termBefore = termOf(follower);
 
             // operator:write: the leader leaves by the normal leave
@@ -126,8 +95,8 @@ class OperatorLeaveTest {
             assertEquals(leader.nodeId(), answer.getString("ID"));
             List<Agent> staying = agents.stream().filter(agent -> agent != leader).toList();
             Await.until("a new leader the two others agree on", Await.DEADLINE, () -> {
-                String now = leaderOf(staying.get(0));
-                return !now.isEmpty() && !now.equals(leaderAddress) && staying.stream().allMatch(agent -> now.equals(leaderOf(agent)));
+                String now = StaticServerCluster.leaderOf(staying.get(0));
+                return !now.isEmpty() && !now.equals(leaderAddress) && staying.stream().allMatch(agent -> now.equals(StaticServerCluster.leaderOf(agent)));
             });
             Await.until("the leaving leader stopped", Await.SELF_STOP, () -> leader.terminated().isComplete());
             assertNull(leader.failure(), "a leave is no failure (exit 0)");
@@ -149,7 +118,7 @@ class OperatorLeaveTest {
                     && event.getLong("Term") == termBefore + 1), "and the new leader in the next term: " + events.encode());
 
             // a follower makes itself leave through its own endpoint: a follower's leave, no election
-            String newLeader = leaderOf(follower);
+            String newLeader = StaticServerCluster.leaderOf(follower);
             Agent last = staying.stream().filter(agent -> newLeader.endsWith(":" + raftPorts.get(agents.indexOf(agent)))).findFirst()
                     .orElseThrow();
             Agent itself = staying.stream().filter(agent -> agent != last).findFirst().orElseThrow();
@@ -159,10 +128,6 @@ class OperatorLeaveTest {
             Await.until("the follower that left stopped", Await.SELF_STOP, () -> itself.terminated().isComplete());
             assertNull(itself.failure(), "a leave is no failure (exit 0)");
             assertEquals(termBefore + 1, termOf(last), "a follower's leave starts no election");
-        } finally {
-            for (Agent agent : agents) {
-                agent.stop();
-            }
         }
     }
 }

@@ -5,13 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
-import java.net.ServerSocket;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,42 +21,12 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class UnaskedRemovalTest {
 
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
-    private static String leaderOf(Agent agent) {
-        try {
-            return AgentTest.request(agent.httpPort(), HttpMethod.GET, "/v1/status/leader").body().replace("\"", "");
-        } catch (Exception e) {
-            return "";
-        }
-    }
-
     @Test
     void when_a_server_is_removed_without_asking_to_leave_then_it_stops_with_a_failure_and_one_that_leaves_stops_without(
             @TempDir Path work) throws Exception {
-        List<Integer> raftPorts = List.of(freePort(), freePort(), freePort());
-        StringBuilder servers = new StringBuilder();
-        for (int port : raftPorts) {
-            servers.append(servers.length() == 0 ? "" : ", ").append("\"127.0.0.1:").append(port).append('"');
-        }
-        List<Agent> agents = new ArrayList<>();
-        try {
-            for (int i = 0; i < 3; i++) {
-                String json = "{\"server\": true, \"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\", \"bootstrap_expect\": 3, "
-                        + "\"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], \"ports\": {\"dns\": -1, \"http\": 0, \"server\": "
-                        + raftPorts.get(i) + "}}";
-                agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
-            }
-            Await.until("a leader all three agree on", Await.DEADLINE, () -> {
-                String leader = leaderOf(agents.get(0));
-                return !leader.isEmpty() && agents.stream().allMatch(agent -> leader.equals(leaderOf(agent)));
-            });
-            String leaderAddress = leaderOf(agents.get(0));
-            Agent leader = agents.get(raftPorts.indexOf(Integer.parseInt(leaderAddress.substring(leaderAddress.lastIndexOf(':') + 1))));
+        try (StaticServerCluster cluster = StaticServerCluster.start(work, "")) {
+            List<Agent> agents = cluster.agents;
+            Agent leader = cluster.awaitAgreedLeader();
             List<Agent> followers = agents.stream().filter(agent -> agent != leader).toList();
 
             Agent removed = followers.get(0);
@@ -77,10 +44,6 @@ class UnaskedRemovalTest {
             JsonObject configuration = new JsonObject(AgentTest.request(leader.httpPort(), HttpMethod.GET,
                     "/v1/operator/raft/configuration").body());
             assertEquals(1, configuration.getJsonArray("Servers").size(), configuration.encode());
-        } finally {
-            for (Agent agent : agents) {
-                agent.stop();
-            }
         }
     }
 }
