@@ -242,6 +242,14 @@ public final class BlockedThreadWatch {
         return starvedReports.get();
     }
 
+    /**
+     * How many reports were not of a loop that only waited for a CPU: a loop held by work or by a blocking call (and
+     * those the kernel could not sort). What a test asserts to be zero: a loaded machine does not count.
+     */
+    public long heldReports() {
+        return reports.get() - starvedReports.get();
+    }
+
     /** Whether {@code thread} has been sampled (for a test: a report of a task begun before the first sample is not sorted). */
     boolean sampled(Thread thread) {
         KernelTask task = tasks.get(thread);

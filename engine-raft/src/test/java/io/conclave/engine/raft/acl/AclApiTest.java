@@ -37,8 +37,7 @@ class AclApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
+        agent = DevAgent.startWithAcls("", INITIAL);
         client = AgentHttp.newClient();
     }
 

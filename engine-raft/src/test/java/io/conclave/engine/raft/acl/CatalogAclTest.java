@@ -29,8 +29,7 @@ class CatalogAclTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
+        agent = DevAgent.startWithAcls("\"node_name\": \"server-1\",", INITIAL);
         for (String[] instance : new String[][] {{"node-a", "web"}, {"node-b", "db"}}) {
             HttpResponse<String> registered = call("PUT", "/v1/catalog/register", new JsonObject().put("Node", instance[0])
                     .put("Address", "10.2.0.1").put("Service", new JsonObject().put("Service", instance[1]))

@@ -39,8 +39,7 @@ class WokenCatalogAnswerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"node_name\": \"server-1\", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
+        agent = DevAgent.startWithAcls("\"node_name\": \"server-1\",", INITIAL);
         client = AgentHttp.newClient();
     }
 

@@ -70,7 +70,7 @@ class AgentTest {
 
             assertEquals(404, request(agent.httpPort(), HttpMethod.GET, "/v1/nothing").status());
             assertEquals(405, request(agent.httpPort(), HttpMethod.DELETE, "/v1/agent/self").status());
-            assertEquals(0, agent.blockedThreads().reports(), agent.blockedThreads().describe());
+            assertEquals(0, agent.blockedThreads().heldReports(), agent.blockedThreads().describe());
         }
     }
 

@@ -31,10 +31,8 @@ class TimelineApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"server\": true, \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0},"
-                + " \"raft\": {\"snapshot_threshold\": 16, \"snapshot_interval\": \"0s\"}, \"ui_config\": {\"timeline_events\": 500},"
-                + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}",
-                INITIAL);
+        agent = DevAgent.startWithAcls("\"raft\": {\"snapshot_threshold\": 16, \"snapshot_interval\": \"0s\"},"
+                + " \"ui_config\": {\"timeline_events\": 500},", INITIAL);
     }
 
     @AfterAll

@@ -30,8 +30,7 @@ class UiHttpApiTest {
 
     @BeforeAll
     static void start() throws Exception {
-        agent = DevAgent.startTakingWrites("{\"server\": true, \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0}, \"acl\": {\"enabled\": true,"
-                + " \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + INITIAL + "\"}}}", INITIAL);
+        agent = DevAgent.startWithAcls("", INITIAL);
     }
 
     @AfterAll

@@ -46,11 +46,23 @@ public final class DevAgent {
     }
 
     /**
+     * A {@code -dev} agent with ACLs on ({@code default_policy} deny) whose initial management token is
+     * {@code management}, once it takes a write; {@code moreJson} is more top-level configuration, ending with a comma
+     * (or empty). Fails past {@link Await#DEADLINE}.
+     */
+    public static Agent startWithAcls(String moreJson, String management) throws Exception {
+        return startTakingWrites("{\"server\": true, " + moreJson + " \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0},"
+                + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + management
+                + "\"}}}", management);
+    }
+
+    /**
      * Stops {@code agent}; then fails if Vert.x's blocked-thread checker reported an event loop held too long while it
-     * ran (the reports are read before the stop, which may hold a loop itself).
+     * ran (the reports are read before the stop, which may hold a loop itself). A report of a loop that only waited for
+     * a CPU (a loaded machine) does not count.
      */
     public static void stopQuiet(Agent agent) {
-        long blocked = agent.blockedThreads().reports();
+        long blocked = agent.blockedThreads().heldReports();
         String reports = agent.blockedThreads().describe();
         agent.stop();
         Assertions.assertEquals(0, blocked, "Vert.x's blocked-thread checker stays quiet: " + reports);
