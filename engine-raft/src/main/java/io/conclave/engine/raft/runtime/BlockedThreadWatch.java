@@ -223,9 +223,11 @@ public final class BlockedThreadWatch {
                 described.add(text);
             }
         }
-        reports.incrementAndGet();
-        if (kind == Kind.STARVED) {
-            starvedReports.incrementAndGet();
+        synchronized (reports) { // both counts move together: heldReports() never sees a report not yet sorted
+            reports.incrementAndGet();
+            if (kind == Kind.STARVED) {
+                starvedReports.incrementAndGet();
+            }
         }
         Exception stack = new Exception("the blocked thread's stack (what ran when the checker looked)");
         stack.setStackTrace(thread.getStackTrace());
@@ -247,7 +249,9 @@ public final class BlockedThreadWatch {
      * those the kernel could not sort). What a test asserts to be zero: a loaded machine does not count.
      */
     public long heldReports() {
-        return reports.get() - starvedReports.get();
+        synchronized (reports) {
+            return reports.get() - starvedReports.get();
+        }
     }
 
     /** Whether {@code thread} has been sampled (for a test: a report of a task begun before the first sample is not sorted). */

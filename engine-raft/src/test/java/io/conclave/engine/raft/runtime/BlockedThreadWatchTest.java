@@ -170,7 +170,8 @@ class BlockedThreadWatchTest {
             // a task that needs less than half the limit on a CPU, but gets a seventh of one: held past the limit, by load
             onSampledLoop(loop, watch, () -> compute(LIMIT_MILLIS / 4)).get(60, TimeUnit.SECONDS);
             assertTrue(watch.reports() > 0, "the starved loop tripped the checker: " + watch.describe());
-            assertEquals(watch.reports(), watch.starvedReports(), watch.describe());
+            // one reading of both counts: read one after the other, a report sorted in between showed as not starved
+            assertEquals(0, watch.heldReports(), "every report sorted STARVED: " + watch.describe());
         } finally {
             spinning.set(false);
             for (Thread spinner : spinners) {
