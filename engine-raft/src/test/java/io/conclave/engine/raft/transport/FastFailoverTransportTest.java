@@ -18,8 +18,8 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -54,10 +54,14 @@ class FastFailoverTransportTest {
     void start() throws Exception {
         vertx = Vertx.vertx();
         List<Server> servers = new ArrayList<>();
+        // each transport listens first, on a port the system picks, before any relay binds one: a port found free and
+        // released was taken by a relay's socket before its transport listened on it ('Address already in use', the
+        // final verify of 20261206-132817)
         for (String id : IDS) {
-            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                ports.put(id, socket.getLocalPort());
-            }
+            GrpcRaftTransport transport = new GrpcRaftTransport(vertx, "fast-failover", peer -> relays.get(id).containsKey(peer)
+                    ? SocketAddress.inetSocketAddress(relays.get(id).get(peer).port(), "127.0.0.1") : null);
+            ports.put(id, Await.result(transport.listen("127.0.0.1", 0)));
+            transports.put(id, transport);
             servers.add(new Server(id, "127.0.0.1:" + ports.get(id), Suffrage.VOTER));
         }
         for (String from : IDS) {
@@ -71,14 +75,11 @@ class FastFailoverTransportTest {
         }
         ClusterConfiguration configuration = new ClusterConfiguration(servers);
         for (String id : IDS) {
-            GrpcRaftTransport transport = new GrpcRaftTransport(vertx, "fast-failover", peer -> relays.get(id).containsKey(peer)
-                    ? SocketAddress.inetSocketAddress(relays.get(id).get(peer).port(), "127.0.0.1") : null);
-            assertEquals(ports.get(id), Await.result(transport.listen("127.0.0.1", ports.get(id))));
+            GrpcRaftTransport transport = transports.get(id);
             RaftNode node = Await.result(RaftNode.start(vertx, id, RaftConfig.defaults().withFastFailover(true),
                     ShutdownOnRemovePolicyProvider.POLICY, new InMemoryStorage(), new KvStateMachine(), transport.sender(), OPTIONS,
                     configuration));
             transport.register(node);
-            transports.put(id, transport);
             nodes.put(id, node);
         }
     }
