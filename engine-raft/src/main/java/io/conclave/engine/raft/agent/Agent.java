@@ -261,6 +261,11 @@ public final class Agent implements AutoCloseable {
         return assembly.blockingQueries();
     }
 
+    /** The catalog and health answers this agent encoded since start (a woken answer shared by N queries counts once). */
+    public long catalogAnswersEncoded() {
+        return assembly.catalogAnswersEncoded();
+    }
+
     public int httpPort() {
         return assembly.httpPort();
     }

@@ -154,6 +154,7 @@ final class AgentAssembly implements Assembly {
     private AutoCloseable timelineSubscription;
     private AclStore aclStore;
     private AclHttpApi aclApi;
+    private CatalogHttpApi catalogApi;
     private AutopilotService autopilotService;
     private NodeOperator operator;
     private Autopilot autopilot;
@@ -450,7 +451,8 @@ final class AgentAssembly implements Assembly {
             new KvHttpApi(vertx, config.datacenter(), kv).register(http);
             new SessionHttpApi(vertx, config.datacenter(), kv, config.nodeName(), config.sessionTtlMin(), membership::members).register(http);
             new TxnHttpApi(vertx, config.datacenter(), kv).register(http);
-            new CatalogHttpApi(vertx, catalog).register(http);
+            catalogApi = new CatalogHttpApi(vertx, catalog);
+            catalogApi.register(http);
             try {
                 new SnapshotHttpApi(vertx, new SnapshotService(vertx, kv, config.datacenter(), config.nodeName()), config.datacenter(),
                         dataDir.resolve("tmp"), config.limits().snapshotLimit(), config.limits().httpHeaderTimeout()).register(http);
@@ -786,6 +788,11 @@ final class AgentAssembly implements Assembly {
             throw new IllegalStateException("the agent is still starting");
         }
         reloader.reload();
+    }
+
+    @Override
+    public long catalogAnswersEncoded() {
+        return catalogApi == null ? 0 : catalogApi.answersEncoded();
     }
 
     @Override

@@ -40,6 +40,9 @@ interface Assembly {
     /** The blocking queries waiting here now. */
     int blockingQueries();
 
+    /** The catalog and health answers this agent encoded since start (a woken answer shared by N queries counts once). */
+    long catalogAnswersEncoded();
+
     int httpPort();
 
     /** The DNS port, or -1 without one. */

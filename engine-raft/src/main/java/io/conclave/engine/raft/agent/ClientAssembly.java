@@ -331,6 +331,11 @@ final class ClientAssembly implements Assembly {
     }
 
     @Override
+    public long catalogAnswersEncoded() {
+        return 0; // the servers answer them
+    }
+
+    @Override
     public int httpPort() {
         return httpPort;
     }

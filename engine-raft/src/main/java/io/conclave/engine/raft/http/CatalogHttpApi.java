@@ -85,12 +85,12 @@ public final class CatalogHttpApi {
      * encodings.
      */
     static final int MAX_SHARED_ANSWERS = 1024;
-    /** Answers encoded since start, by every instance (a woken answer shared by N queries counts once): for tests. */
-    private static final AtomicLong ANSWERS_ENCODED = new AtomicLong();
 
     private final Vertx vertx;
     private final CatalogService catalog;
     private HttpApi http;
+    /** Answers encoded since start (a woken answer shared by N queries counts once). */
+    private final AtomicLong answersEncoded = new AtomicLong();
     /** Per query and rights, the catalog its watchers were last woken with and the answer built from it. */
     private final Map<SharedKey, SharedAnswer> sharedAnswers = new ConcurrentHashMap<>();
 
@@ -530,9 +530,9 @@ public final class CatalogHttpApi {
     private record SharedAnswer(Catalog woken, Future<Encoded> encoded) {
     }
 
-    /** Answers encoded since start, by every instance in this JVM (a woken answer shared by N queries counts once). */
-    public static long answersEncoded() {
-        return ANSWERS_ENCODED.get();
+    /** Answers encoded since start (a woken answer shared by N queries counts once). */
+    public long answersEncoded() {
+        return answersEncoded.get();
     }
 
     /**
@@ -588,7 +588,7 @@ public final class CatalogHttpApi {
 
     /** On a worker: the answer's body and index from one catalog. */
     private Encoded encode(Catalog state, Answer answer, Options options, Authorizer acl, boolean pretty) {
-        ANSWERS_ENCODED.incrementAndGet();
+        answersEncoded.incrementAndGet();
         Visibility visible = new Visibility(acl);
         Object body = answer.body().build(state, options, visible);
         String text = body == null ? "null"

@@ -600,8 +600,10 @@ public final class GrpcRaftTransport {
         }
         // the connection follows the address membership gives now: a server back under its ID at another address (another
         // port after a restart, another host) gets its messages there, not at the address its first message went to
-        Peer peer = peers.compute(message.to(), (id, known) -> {
-            if (known != null && known.address.port() == address.port() && java.util.Objects.equals(known.address.host(), address.host())) {
+        // (read first without a lock: compute, which locks the map's bin, only for a new peer or one that moved)
+        Peer current = peers.get(message.to());
+        Peer peer = current != null && current.at(address) ? current : peers.compute(message.to(), (id, known) -> {
+            if (known != null && known.at(address)) {
                 return known;
             }
             if (known != null) {
@@ -700,6 +702,11 @@ public final class GrpcRaftTransport {
         Peer(String id, SocketAddress address) {
             this.id = id;
             this.address = address;
+        }
+
+        /** Whether this connection goes to {@code other}. */
+        boolean at(SocketAddress other) {
+            return address.port() == other.port() && java.util.Objects.equals(address.host(), other.host());
         }
 
         synchronized void send(RaftMessage proto) {

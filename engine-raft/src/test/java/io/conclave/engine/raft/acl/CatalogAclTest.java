@@ -50,13 +50,7 @@ class CatalogAclTest {
 
     /** A token whose one policy has {@code rules}. */
     static String token(String name, JsonObject rules) throws Exception {
-        HttpResponse<String> policy = call("PUT", "/v1/acl/policy", new JsonObject().put("Name", name).put("Rules", rules.encode()).encode(),
-                INITIAL);
-        assertEquals(200, policy.statusCode(), policy.body());
-        HttpResponse<String> token = call("PUT", "/v1/acl/token", new JsonObject().put("Description", name)
-                .put("Policies", new JsonArray().add(new JsonObject().put("Name", name))).encode(), INITIAL);
-        assertEquals(200, token.statusCode(), token.body());
-        return new JsonObject(token.body()).getString("SecretID");
+        return DevAgent.tokenWithPolicy(agent, INITIAL, name, rules.encode());
     }
 
     static JsonObject rule(String policy) {

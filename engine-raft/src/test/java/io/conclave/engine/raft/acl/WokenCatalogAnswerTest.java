@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.agent.Agent;
-import io.conclave.engine.raft.http.CatalogHttpApi;
 import io.conclave.engine.raft.testing.Await;
 import io.conclave.engine.raft.testing.DevAgent;
 import io.conclave.testsupport.AgentHttp;
@@ -106,7 +105,7 @@ class WokenCatalogAnswerTest {
             watchers.add(watch("/v1/health/service/web", INITIAL));
         }
         Await.until(WATCHERS + " watchers wait", () -> agent.blockingQueries() == WATCHERS);
-        long encodedBefore = CatalogHttpApi.answersEncoded();
+        long encodedBefore = agent.catalogAnswersEncoded();
 
         register("node-a", "web", "warning");
         List<HttpResponse<String>> answers = new ArrayList<>();
@@ -114,7 +113,7 @@ class WokenCatalogAnswerTest {
             answers.add(watcher.get(30, TimeUnit.SECONDS));
         }
 
-        assertEquals(1, CatalogHttpApi.answersEncoded() - encodedBefore, "answers built for " + WATCHERS + " woken watchers");
+        assertEquals(1, agent.catalogAnswersEncoded() - encodedBefore, "answers built for " + WATCHERS + " woken watchers");
         HttpResponse<String> first = answers.get(0);
         assertEquals(200, first.statusCode(), first.body());
         assertTrue(first.body().contains("\"warning\""), "the new status: " + first.body());
@@ -141,7 +140,7 @@ class WokenCatalogAnswerTest {
             blinds.add(watch("/v1/health/service/api", blind));
         }
         Await.until(WATCHERS + " watchers wait", () -> agent.blockingQueries() == WATCHERS);
-        long encodedBefore = CatalogHttpApi.answersEncoded();
+        long encodedBefore = agent.catalogAnswersEncoded();
 
         register("node-b", "api", "critical");
 
@@ -157,7 +156,7 @@ class WokenCatalogAnswerTest {
             assertEquals(Optional.of("true"), answer.headers().firstValue("X-Consul-Results-Filtered-By-ACLs"));
         }
         assertNotEquals(readers.get(0).get().body(), blinds.get(0).get().body());
-        assertEquals(2, CatalogHttpApi.answersEncoded() - encodedBefore, "one answer per token");
+        assertEquals(2, agent.catalogAnswersEncoded() - encodedBefore, "one answer per token");
     }
 
     @Test

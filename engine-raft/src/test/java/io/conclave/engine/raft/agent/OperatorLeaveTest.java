@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.DevAgent;
 import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -39,16 +40,6 @@ class OperatorLeaveTest {
                 .getJsonObject("Stats").getJsonObject("raft").getString("term"));
     }
 
-    private static String tokenWith(Agent agent, String name, String rules) throws Exception {
-        HttpResponse<String> policy = call(agent, "PUT", "/v1/acl/policy", new JsonObject().put("Name", name).put("Rules", rules).encode(),
-                MANAGEMENT);
-        assertEquals(200, policy.statusCode(), policy.body());
-        HttpResponse<String> token = call(agent, "PUT", "/v1/acl/token", new JsonObject().put("Description", name)
-                .put("Policies", new JsonArray().add(new JsonObject().put("Name", name))).encode(), MANAGEMENT);
-        assertEquals(200, token.statusCode(), token.body());
-        return new JsonObject(token.body()).getString("SecretID");
-    }
-
     @Test
     void when_an_operator_makes_the_leader_leave_through_a_follower_then_it_hands_over_with_one_election_and_leaves(@TempDir Path work)
             throws Exception {
@@ -67,8 +58,8 @@ class OperatorLeaveTest {
                     return false;
                 }
             });
-            String reader = tokenWith(follower, "operator-reader", "{\"operator\": \"read\"}");
-            String operator = tokenWith(follower, "operator-writer", "{\"operator\": \"write\"}");
+            String reader = DevAgent.tokenWithPolicy(follower, MANAGEMENT, "operator-reader", "{\"operator\": \"read\"}");
+            String operator = DevAgent.tokenWithPolicy(follower, MANAGEMENT, "operator-writer", "{\"operator\": \"write\"}");
             // by ID: with static membership a server knows the others' node names only as their IDs
             String leavePath = "/v1/conclave/leave?id=" + leader.nodeId();
 

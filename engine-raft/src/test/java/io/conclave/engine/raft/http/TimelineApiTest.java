@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.testing.DevAgent;
 import io.conclave.testsupport.AgentHttp;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -45,13 +44,7 @@ class TimelineApiTest {
     }
 
     private static String token(String name, JsonObject rules) throws Exception {
-        HttpResponse<String> policy = call("PUT", "/v1/acl/policy", new JsonObject().put("Name", name).put("Rules", rules.encode()).encode(),
-                INITIAL);
-        assertEquals(200, policy.statusCode(), policy.body());
-        HttpResponse<String> token = call("PUT", "/v1/acl/token", new JsonObject().put("Description", name)
-                .put("Policies", new JsonArray().add(new JsonObject().put("Name", name))).encode(), INITIAL);
-        assertEquals(200, token.statusCode(), token.body());
-        return new JsonObject(token.body()).getString("SecretID");
+        return DevAgent.tokenWithPolicy(agent, INITIAL, name, rules.encode());
     }
 
     private static List<String> types(JsonObject timeline) {

@@ -3,6 +3,9 @@ package io.conclave.engine.raft.testing;
 import io.conclave.engine.raft.agent.Agent;
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.testsupport.AgentHttp;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.http.HttpResponse;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Assertions;
 
@@ -54,6 +57,20 @@ public final class DevAgent {
         return startTakingWrites("{\"server\": true, " + moreJson + " \"ports\": {\"dns\": -1, \"http\": 0, \"server\": 0},"
                 + " \"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + management
                 + "\"}}}", management);
+    }
+
+    /**
+     * The secret of a new token whose one policy, named {@code name}, has {@code rules} (the rules' JSON), both created
+     * on {@code agent} with the {@code management} token; fails the test on any answer but 200.
+     */
+    public static String tokenWithPolicy(Agent agent, String management, String name, String rules) throws Exception {
+        HttpResponse<String> policy = AgentHttp.call("PUT", agent.httpPort(), "/v1/acl/policy",
+                new JsonObject().put("Name", name).put("Rules", rules).encode(), management);
+        Assertions.assertEquals(200, policy.statusCode(), policy.body());
+        HttpResponse<String> token = AgentHttp.call("PUT", agent.httpPort(), "/v1/acl/token", new JsonObject().put("Description", name)
+                .put("Policies", new JsonArray().add(new JsonObject().put("Name", name))).encode(), management);
+        Assertions.assertEquals(200, token.statusCode(), token.body());
+        return new JsonObject(token.body()).getString("SecretID");
     }
 
     /**
