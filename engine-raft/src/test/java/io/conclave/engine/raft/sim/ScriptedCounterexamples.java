@@ -6,6 +6,7 @@ import io.conclave.engine.raft.core.ConfigChange;
 import io.conclave.engine.raft.core.MessageType;
 import io.conclave.engine.raft.core.ProposalOutcome;
 import io.conclave.engine.raft.core.RaftConfig;
+import io.conclave.engine.raft.core.Role;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -267,6 +268,75 @@ final class ScriptedCounterexamples {
         sim.runFor(3_000);
         sim.checkLinearizable();
         return outcome;
+    }
+
+    /** How {@link #voteForgottenAcrossRestart} went. */
+    enum ForgottenVote {
+        /** The timing of this seed did not set the scene up. */
+        NOT_REACHED,
+        /** The restarted voter refused the second candidate of the term: it remembered its vote (the rule). */
+        REFUSED_THE_SECOND_CANDIDATE
+    }
+
+    /**
+     * A vote must be durable before it is sent even when it does not change the term (thesis 3.8: {@code votedFor} is
+     * persistent state), or a voter that restarts can vote twice in one term: three servers, no pre-vote, no
+     * check-quorum. X leads term t; A and B stop hearing it and each other. X hands leadership to A, whose vote request
+     * for t+1 is held in the network; X's next heartbeat to A is answered with term t+1, so X steps down to t+1 knowing
+     * no leader and having voted for no one — its new term is persisted, without a vote. A's request is then delivered:
+     * X grants it in a term it already holds, and restarts right after answering. A leads t+1 and X never hears from it.
+     * B's election timer then runs out (its clock runs fast, a fault the simulator models) and B asks X for t+1 too.
+     * With the bug X forgot its vote and grants it again, which the vote checker fails (one vote per server and term), and
+     * A and B would both lead t+1. By the rule X refuses, and B wins a later term.
+     */
+    static ForgottenVote voteForgottenAcrossRestart(long seed, String testId, Set<RaftConfig.UnsafeBug> bugs) {
+        Simulation sim = Simulation.builder(seed, testId).servers(3)
+                .raftConfig(RaftConfig.defaults().withUnsafeBugs(bugs).withPreVote(false).withCheckQuorum(false)).build();
+        SimNode x = sim.awaitLeader(10_000);
+        sim.runFor(500);
+        List<SimNode> others = others(sim, x);
+        SimNode a = others.get(0);
+        SimNode b = others.get(1);
+        long term = x.core.term();
+        sim.blockOneWay(x, b);
+        sim.blockOneWay(b, x);
+        sim.blockOneWay(a, b);
+        sim.blockOneWay(b, a);
+        sim.network.hold(a.id, x.id, MessageType.VOTE);
+        if (!x.core.transferLeadership(a.id)) {
+            return ForgottenVote.NOT_REACHED;
+        }
+        x.pump();
+        // A campaigns for t+1 (its request held); X's heartbeat makes A answer with t+1, and X steps down to it
+        if (!sim.runUntil(() -> sim.network.heldCount() > 0 && x.core.term() == term + 1 && !x.isLeader(), 2_000)
+                || a.core.term() != term + 1 || b.core.term() != term) {
+            return ForgottenVote.NOT_REACHED;
+        }
+        x.crashAfterNextVote = true;
+        sim.network.release();
+        if (!sim.runUntil(a::isLeader, 2_000)) {
+            return ForgottenVote.NOT_REACHED;
+        }
+        sim.blockOneWay(a, x); // X, restarted, never learns that A leads (it would then refuse every candidate)
+        if (x.crashAfterNextVote || x.core.term() != term + 1 || b.core.term() != term) {
+            return ForgottenVote.NOT_REACHED; // X did not vote and restart, or a timer ran out in between
+        }
+        sim.unblock(x, b);
+        sim.unblock(b, x);
+        while (b.core.role() == Role.FOLLOWER) {
+            b.core.tick(); // B's election timer runs out now
+        }
+        b.pump();
+        if (b.core.term() != term + 1) {
+            return ForgottenVote.NOT_REACHED;
+        }
+        sim.runFor(1_000); // with the bug, X's second vote in t+1 fails the run here
+        if (b.isLeader() && b.core.term() == term + 1) {
+            throw new AssertionError("seed " + seed + ": B leads term " + (term + 1) + " beside A and the checker did not see it");
+        }
+        sim.heal();
+        sim.runFor(3_000);
+        return ForgottenVote.REFUSED_THE_SECOND_CANDIDATE;
     }
 
     /** Sends {@code op} to {@code node} and runs until it is answered, recording it when it succeeded; returns whether it did. */
