@@ -123,7 +123,7 @@ class ClusterProcessIT {
         JsonObject metrics = new JsonObject(call("GET", node.httpPort(), "/v1/agent/metrics", null).body());
         java.util.function.ToLongFunction<String> counter = name -> metrics.getJsonArray("Counters").stream().map(JsonObject.class::cast)
                 .filter(entry -> entry.getString("Name").equals(name)).mapToLong(entry -> entry.getLong("Count")).findFirst().orElseThrow();
-        return counter.applyAsLong("vertx.blocked_thread.reports") - counter.applyAsLong("vertx.blocked_thread.starved_reports");
+        return counter.applyAsLong("vertx.blocked_thread.held_reports");
     }
 
     /** The blocked-thread reports in {@code node}'s output (each with its kind and the loop's stack): for a failure's message. */

@@ -182,11 +182,11 @@ class LoadProcessIT {
     }
 
     /**
-     * The blocked-thread checker's reports of {@code port}'s agent less those of a loop that only waited for a CPU
-     * ({@code starved_reports}: load on the machine, not work or a blocking call holding the loop).
+     * The blocked-thread checker's reports of {@code port}'s agent less those of a loop that only waited for a CPU or a
+     * collection ({@code held_reports}: not load on the machine, but work or a blocking call holding the loop).
      */
     static long heldReports(int port) throws Exception {
-        return counter(port, "vertx.blocked_thread.reports") - counter(port, "vertx.blocked_thread.starved_reports");
+        return counter(port, "vertx.blocked_thread.held_reports");
     }
 
     @Test

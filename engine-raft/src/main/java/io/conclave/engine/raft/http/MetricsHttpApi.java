@@ -56,6 +56,8 @@ public final class MetricsHttpApi {
             Map<String, Long> engine = new LinkedHashMap<>(core);
             engine.put("vertx.blocked_thread.reports", blockedThreads.reports());
             engine.put("vertx.blocked_thread.starved_reports", blockedThreads.starvedReports());
+            engine.put("vertx.blocked_thread.paused_reports", blockedThreads.pausedReports());
+            engine.put("vertx.blocked_thread.held_reports", blockedThreads.heldReports());
             return withProviderCounters(engine, membershipCounters.get());
         }).onSuccess(counters -> {
             if ("prometheus".equals(format)) {

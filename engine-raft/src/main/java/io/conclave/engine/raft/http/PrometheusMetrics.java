@@ -48,7 +48,11 @@ final class PrometheusMetrics {
             Map.entry("raft.term", "The current Raft term."),
             Map.entry("vertx.blocked_thread.reports", "Times Vert.x reported an event loop blocked."),
             Map.entry("vertx.blocked_thread.starved_reports",
-                    "Of those reports, the ones whose event loop was waiting for a CPU (a loaded machine), not held."));
+                    "Of those reports, the ones whose event loop was waiting for a CPU (a loaded machine), not held."),
+            Map.entry("vertx.blocked_thread.paused_reports",
+                    "Of those reports, the ones whose event loop was waiting for a CPU and the JVM's collections (a loaded machine), not held."),
+            Map.entry("vertx.blocked_thread.held_reports",
+                    "Of those reports, the ones whose event loop was held: by work, a blocking call, or a cause the kernel did not tell."));
 
     /** The histograms' bucket bounds: from a fast fsync (100 µs) to a slow snapshot (10 s). */
     static final java.time.Duration[] BUCKETS = java.util.stream.Stream.of(100_000L, 250_000L, 500_000L, 1_000_000L, 2_500_000L,

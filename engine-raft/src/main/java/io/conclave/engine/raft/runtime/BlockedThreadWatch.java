@@ -5,6 +5,8 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.internal.VertxInternal;
 import io.vertx.core.internal.threadchecker.BlockedThreadEvent;
 import java.io.IOException;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -31,13 +33,17 @@ import org.slf4j.LoggerFactory;
  * began, and sorts the report into one {@link Kind}: {@link Kind#STARVED} (waited for a CPU for half the window or more,
  * and ran on one for less than half the limit: on an idle machine the same task would not have tripped the checker —
  * the loop was not held, only not scheduled: load, not a fault),
+ * {@link Kind#PAUSED} (as starved, but what kept it off the CPU was also the JVM's collections, which stop every thread:
+ * on a loaded machine a collection's threads wait for a CPU too, and a pause of a few milliseconds lasts hundreds),
  * {@link Kind#RAN} (work held it), {@link Kind#SLEPT} (off the CPU without waiting for one: a blocking call — I/O, a
- * lock, a sleep), or {@link Kind#UNKNOWN} (no statistics: not Linux, or a worker thread).
+ * lock, a sleep), or {@link Kind#UNKNOWN} (no statistics: not Linux, or a worker thread). The kernel counts a wait for a
+ * CPU only once it ends: a loop still runnable when reported (state R) is read again once it has run, so that the wait
+ * it was in is counted as a wait, not as a sleep.
  *
- * <p>The counts are exported in {@code /v1/agent/metrics}: {@code vertx.blocked_thread.reports} (all) and
- * {@code vertx.blocked_thread.starved_reports} (those sorted {@link Kind#STARVED}). Tests assert that no report but a
- * starved one was made: a blocking call on an event loop is a bug, found here rather than in production; a loaded test
- * machine is not.
+ * <p>The counts are exported in {@code /v1/agent/metrics}: {@code vertx.blocked_thread.reports} (all),
+ * {@code vertx.blocked_thread.starved_reports} and {@code vertx.blocked_thread.paused_reports} (those sorted
+ * {@link Kind#STARVED} and {@link Kind#PAUSED}). Tests assert that no report but a starved or paused one was made: a
+ * blocking call on an event loop is a bug, found here rather than in production; a loaded test machine is not.
  *
  * <p>Threading: reports arrive on the checker's thread; samples are taken on this watch's own daemon thread, never on an
  * event loop; each event loop registers its kernel task once, at install (reading the {@code /proc/thread-self} link,
@@ -49,6 +55,11 @@ public final class BlockedThreadWatch {
     public enum Kind {
         /** Waiting for a CPU most of the window, and on one for less than half the limit: load, not a fault. */
         STARVED,
+        /**
+         * Not starved, but waiting for a CPU and stopped by the JVM's collections for most of the window, and on a CPU
+         * for less than half the limit: load, not a fault.
+         */
+        PAUSED,
         /** Not starved, and more time on a CPU than off it: work held the loop. */
         RAN,
         /** Not starved, and more time off the CPU (not waiting for one) than on it: a blocking call (I/O, a lock, a sleep). */
@@ -62,9 +73,16 @@ public final class BlockedThreadWatch {
     private static final int SAMPLES_KEPT = 16;
     /** Reports kept for {@link #describe()}: a failure message names the first ones. */
     private static final int DESCRIBED_MAX = 20;
+    /**
+     * How long a report of a loop still runnable (state R) waits for the loop to get a CPU, so that the wait it was in
+     * is counted (the kernel adds a wait to the statistics when it ends): on a machine where a loop waits longer, the
+     * report is sorted with what was counted by then. The wait is the checker's thread's, never an event loop's.
+     */
+    private static final long RUNNABLE_SETTLE_MILLIS = 500;
+    private static final long RUNNABLE_POLL_MILLIS = 2;
 
-    /** One reading of a kernel task's scheduler statistics. */
-    record Sample(long atNanos, long onCpuNanos, long waitingNanos) {
+    /** One reading of a kernel task's scheduler statistics, with the JVM's collection time so far. */
+    record Sample(long atNanos, long onCpuNanos, long waitingNanos, long collectingNanos) {
     }
 
     /** An event loop's kernel task and its latest samples. */
@@ -81,6 +99,7 @@ public final class BlockedThreadWatch {
 
     private final AtomicLong reports = new AtomicLong();
     private final AtomicLong starvedReports = new AtomicLong();
+    private final AtomicLong pausedReports = new AtomicLong();
     private final List<String> described = new ArrayList<>();
     private final Map<Thread, KernelTask> tasks = new ConcurrentHashMap<>();
     private final ScheduledExecutorService sampler;
@@ -156,10 +175,45 @@ public final class BlockedThreadWatch {
     private static Sample read(KernelTask task, long atNanos) {
         try {
             String[] fields = Files.readString(task.schedstat).trim().split("\\s+");
-            return new Sample(atNanos, Long.parseLong(fields[0]), Long.parseLong(fields[1]));
+            return new Sample(atNanos, Long.parseLong(fields[0]), Long.parseLong(fields[1]), collectingNanos());
         } catch (IOException | RuntimeException e) {
             return null;
         }
+    }
+
+    /** The time the JVM's collectors have spent so far (their pauses, for the stop-the-world ones), in nanoseconds. */
+    private static long collectingNanos() {
+        long millis = 0;
+        for (GarbageCollectorMXBean collector : ManagementFactory.getGarbageCollectorMXBeans()) {
+            millis += Math.max(0, collector.getCollectionTime()); // -1: not known for this one
+        }
+        return TimeUnit.MILLISECONDS.toNanos(millis);
+    }
+
+    /**
+     * {@code task} read again once its thread has run since {@code reported} (its wait for a CPU, if it was in one, then
+     * counted), or after {@link #RUNNABLE_SETTLE_MILLIS}; {@code reported} if it cannot be read.
+     */
+    private static Sample afterItRan(KernelTask task, Sample reported) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RUNNABLE_SETTLE_MILLIS);
+        Sample latest = reported;
+        while (System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(RUNNABLE_POLL_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return latest;
+            }
+            Sample again = read(task, System.nanoTime());
+            if (again == null) {
+                return latest;
+            }
+            latest = again;
+            if (again.onCpuNanos() > reported.onCpuNanos()) {
+                return again;
+            }
+        }
+        return latest;
     }
 
     /**
@@ -192,32 +246,57 @@ public final class BlockedThreadWatch {
         if (from == null || now == null || now.atNanos() <= from.atNanos()) {
             return null;
         }
-        return new long[] {now.atNanos() - from.atNanos(), now.onCpuNanos() - from.onCpuNanos(), now.waitingNanos() - from.waitingNanos()};
+        return new long[] {now.atNanos() - from.atNanos(), now.onCpuNanos() - from.onCpuNanos(), now.waitingNanos() - from.waitingNanos(),
+                now.collectingNanos() - from.collectingNanos()};
     }
 
     /**
      * The kind of a report whose window lasted {@code windowNanos}, of which the thread spent {@code onCpuNanos} on a
-     * CPU and {@code waitingNanos} waiting for one, under the limit {@code limitNanos}.
+     * CPU and {@code waitingNanos} waiting for one, while the JVM's collectors ran {@code collectingNanos}, under the
+     * limit {@code limitNanos}.
      */
-    static Kind classify(long windowNanos, long onCpuNanos, long waitingNanos, long limitNanos) {
+    static Kind classify(long windowNanos, long onCpuNanos, long waitingNanos, long collectingNanos, long limitNanos) {
         long offCpuNanos = windowNanos - onCpuNanos - waitingNanos;
         if (onCpuNanos < limitNanos / 2 && waitingNanos >= windowNanos / 2) {
             return Kind.STARVED;
         }
+        if (onCpuNanos < limitNanos / 2 && waitingNanos + Math.min(collectingNanos, offCpuNanos) >= windowNanos / 2) {
+            return Kind.PAUSED;
+        }
         return offCpuNanos > onCpuNanos ? Kind.SLEPT : Kind.RAN;
+    }
+
+    /**
+     * What {@code task}'s thread did over a report's window: {@code window} as read at the report, and {@code later}
+     * read once the thread ran again — a wait for a CPU counted between the two was the one the thread was in when
+     * reported (it was runnable then), part of the window's time off the CPU.
+     */
+    static long[] withWaitCountedLater(long[] window, Sample atReport, Sample later) {
+        long offCpuNanos = window[0] - window[1] - window[2];
+        long hiddenWaitNanos = Math.min(Math.max(0, later.waitingNanos() - atReport.waitingNanos()), offCpuNanos);
+        return new long[] {window[0], window[1], window[2] + hiddenWaitNanos, window[3]};
     }
 
     private void report(BlockedThreadEvent event) {
         Thread thread = event.thread();
         long now = System.nanoTime();
         KernelTask task = tasks.get(thread);
-        long[] window = task == null ? null : window(task, now - event.duration(), read(task, now));
-        Kind kind = window == null ? Kind.UNKNOWN : classify(window[0], window[1], window[2], event.maxExecTime());
+        Sample atReport = task == null ? null : read(task, now);
+        long[] window = task == null ? null : window(task, now - event.duration(), atReport);
+        String kernelState = task == null ? null : state(task);
+        Kind kind = window == null ? Kind.UNKNOWN : classify(window[0], window[1], window[2], window[3], event.maxExecTime());
+        boolean waitCountedLater = false;
+        if (kind == Kind.SLEPT && "R".equals(kernelState)) { // runnable: perhaps in a wait the kernel has not counted yet
+            window = withWaitCountedLater(window, atReport, afterItRan(task, atReport));
+            kind = classify(window[0], window[1], window[2], window[3], event.maxExecTime());
+            waitCountedLater = true;
+        }
         String text = "thread " + thread.getName() + " has been blocked for " + TimeUnit.NANOSECONDS.toMillis(event.duration())
                 + " ms, time limit is " + TimeUnit.NANOSECONDS.toMillis(event.maxExecTime()) + " ms: " + kind
                 + (window == null ? " (no scheduler statistics)" : " (of the last " + TimeUnit.NANOSECONDS.toMillis(window[0]) + " ms: on a CPU "
-                + TimeUnit.NANOSECONDS.toMillis(window[1]) + " ms, waiting for one " + TimeUnit.NANOSECONDS.toMillis(window[2]) + " ms)")
-                + "; state " + thread.getState() + (task == null ? "" : ", kernel state " + state(task));
+                + TimeUnit.NANOSECONDS.toMillis(window[1]) + " ms, waiting for one " + TimeUnit.NANOSECONDS.toMillis(window[2]) + " ms"
+                + (waitCountedLater ? " counted once it ran" : "") + ", the JVM collecting " + TimeUnit.NANOSECONDS.toMillis(window[3]) + " ms)")
+                + "; state " + thread.getState() + (task == null ? "" : ", kernel state " + kernelState);
         synchronized (described) {
             if (described.size() < DESCRIBED_MAX) {
                 described.add(text);
@@ -227,6 +306,8 @@ public final class BlockedThreadWatch {
             reports.incrementAndGet();
             if (kind == Kind.STARVED) {
                 starvedReports.incrementAndGet();
+            } else if (kind == Kind.PAUSED) {
+                pausedReports.incrementAndGet();
             }
         }
         Exception stack = new Exception("the blocked thread's stack (what ran when the checker looked)");
@@ -244,13 +325,18 @@ public final class BlockedThreadWatch {
         return starvedReports.get();
     }
 
+    /** How many of them were of an event loop waiting for a CPU and stopped by collections ({@link Kind#PAUSED}): load, not a fault. */
+    public long pausedReports() {
+        return pausedReports.get();
+    }
+
     /**
-     * How many reports were not of a loop that only waited for a CPU: a loop held by work or by a blocking call (and
-     * those the kernel could not sort). What a test asserts to be zero: a loaded machine does not count.
+     * How many reports were not of a loop that only waited for a CPU or a collection: a loop held by work or by a
+     * blocking call (and those the kernel could not sort). What a test asserts to be zero: a loaded machine does not count.
      */
     public long heldReports() {
         synchronized (reports) {
-            return reports.get() - starvedReports.get();
+            return reports.get() - starvedReports.get() - pausedReports.get();
         }
     }
 

@@ -180,4 +180,37 @@ class BlockedThreadWatchTest {
             Await.result(vertx.close());
         }
     }
+
+    private static final long MS = 1_000_000;
+
+    @Test
+    void when_a_loop_was_kept_off_the_cpu_by_collections_then_the_report_says_paused_and_without_them_that_it_slept() {
+        // a report of flake-hunt 20261206-143043 (LargeReadTest, a 100 ms limit, the machine at a load of 10 and more):
+        // of the last 128 ms on a CPU 1 ms, waiting for one 6 ms, kernel state S
+        assertEquals(BlockedThreadWatch.Kind.PAUSED, BlockedThreadWatch.classify(128 * MS, MS, 6 * MS, 90 * MS, 100 * MS),
+                "stopped by the JVM's collections most of the window");
+        assertEquals(BlockedThreadWatch.Kind.SLEPT, BlockedThreadWatch.classify(128 * MS, MS, 6 * MS, 0, 100 * MS),
+                "no collection ran: a blocking call");
+        assertEquals(BlockedThreadWatch.Kind.SLEPT, BlockedThreadWatch.classify(128 * MS, MS, 6 * MS, 30 * MS, 100 * MS),
+                "a collection explains less than half the window");
+        assertEquals(BlockedThreadWatch.Kind.RAN, BlockedThreadWatch.classify(128 * MS, 80 * MS, 6 * MS, 40 * MS, 100 * MS),
+                "on a CPU past half the limit: work held it, whatever else happened");
+    }
+
+    @Test
+    void when_a_loop_is_still_runnable_at_the_report_then_the_wait_the_kernel_counts_once_it_ends_is_a_wait_not_a_sleep() {
+        // the same round: of the last 282 ms on a CPU 0 ms, waiting for one 2 ms, kernel state R — the wait it was in
+        // is added to the statistics only when it ends
+        long[] atReport = {282 * MS, 0, 2 * MS, 0};
+        assertEquals(BlockedThreadWatch.Kind.SLEPT, BlockedThreadWatch.classify(atReport[0], atReport[1], atReport[2], atReport[3], 100 * MS));
+        BlockedThreadWatch.Sample reported = new BlockedThreadWatch.Sample(0, 40 * MS, 500 * MS, 0);
+        BlockedThreadWatch.Sample ranSince = new BlockedThreadWatch.Sample(3 * MS, 41 * MS, 790 * MS, 0);
+        long[] counted = BlockedThreadWatch.withWaitCountedLater(atReport, reported, ranSince);
+        assertEquals(282 * MS, counted[2], "2 ms counted at the report and the wait that ended after it, up to the window's 280 ms off the CPU");
+        assertEquals(BlockedThreadWatch.Kind.STARVED, BlockedThreadWatch.classify(counted[0], counted[1], counted[2], counted[3], 100 * MS));
+        BlockedThreadWatch.Sample sleptOn = new BlockedThreadWatch.Sample(3 * MS, 41 * MS, 501 * MS, 0);
+        long[] slept = BlockedThreadWatch.withWaitCountedLater(atReport, reported, sleptOn);
+        assertEquals(BlockedThreadWatch.Kind.SLEPT, BlockedThreadWatch.classify(slept[0], slept[1], slept[2], slept[3], 100 * MS),
+                "woken just before the report, it had slept: no wait was hidden");
+    }
 }
