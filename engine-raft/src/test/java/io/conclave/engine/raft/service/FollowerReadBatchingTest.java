@@ -283,4 +283,21 @@ class FollowerReadBatchingTest {
         forwarder.request(2).answer().complete(follower.status().appliedIndex());
         Await.result(waiting);
     }
+
+    @Test
+    void when_this_server_leads_by_the_time_a_batch_is_sent_then_the_batch_is_not_forwarded_and_its_reads_are_served_here() throws Exception {
+        Future<Long> first = read();
+        followerCaughtUp();
+        Future<Long> waiting = read();
+        followerCaughtUp();
+        assertEquals(1, requestsSent());
+
+        assertTrue(Await.result(leader.transferLeadership(follower.id())), "the transfer began");
+        Await.until("the former follower leads", () -> follower.id().equals(follower.status().leaderId()));
+
+        forwarder.request(1).answer().complete(follower.status().appliedIndex());
+        Await.result(first);
+        assertTrue(Await.result(waiting) >= 1, "refused as not the leader, then tried again here: a ReadIndex round of this server's own");
+        assertEquals(1, requestsSent(), "a server never forwards a read to itself");
+    }
 }
