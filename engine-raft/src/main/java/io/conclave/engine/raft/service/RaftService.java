@@ -63,6 +63,8 @@ public final class RaftService {
     private final Vertx vertx;
     private final RaftNode node;
     private final LeaderForwarder forwarder;
+    /** A follower's ReadIndex requests to the leader, batched; {@code null} without a forwarder. */
+    private final ForwardedReadIndex forwardedReads;
     private final Duration attemptTimeout;
     private final AtomicLong answeredBeforeVisible = new AtomicLong();
     private final RateLimitedLog lateLog = new RateLimitedLog(60_000);
@@ -77,6 +79,7 @@ public final class RaftService {
         this.vertx = vertx;
         this.node = node;
         this.forwarder = forwarder;
+        this.forwardedReads = forwarder == null ? null : new ForwardedReadIndex(forwarder, () -> node.status().leaderId(), node.id());
         this.attemptTimeout = attemptTimeout;
     }
 
@@ -212,13 +215,17 @@ public final class RaftService {
         return node.read(action);
     }
 
-    /** A ReadIndex barrier here if this server leads, else confirmed by the leader and applied here. */
+    /**
+     * A ReadIndex barrier here if this server leads, else confirmed by the leader — in a forwarded request sent after
+     * the read arrived, which serves every read that arrived while the previous one was in flight
+     * ({@link ForwardedReadIndex}) — and applied here.
+     */
     private Future<Long> linearizableRead() {
         return node.readBarrier().recover(error -> {
             // not from a server removed from the cluster: it applies nothing more, so its state would never catch up
-            if (forwarder != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
+            if (forwardedReads != null && error instanceof RefusedException notLeader && notLeader.leaderId() != null
                     && notLeader.reason() != Refusal.STOPPED) {
-                return forwarder.readIndex(notLeader.leaderId()).compose(node::awaitApplied);
+                return forwardedReads.readIndex(notLeader.leaderId()).compose(node::awaitApplied);
             }
             return Future.failedFuture(error);
         });

@@ -1,0 +1,106 @@
+package io.conclave.engine.raft.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.conclave.engine.raft.runtime.RaftNode;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@link ForwardedReadIndex} alone, under concurrent reads from several threads, answers completed on another thread
+ * after a random delay, some failed, and the known leader moving between two servers: every read completes; it is
+ * answered by a request sent after it arrived (the fake leader answers each request with its sending number); no two
+ * requests are ever in flight to the same leader; and far fewer requests are sent than reads.
+ */
+@Timeout(120)
+class ForwardedReadIndexTest {
+
+    private static final int THREADS = 4;
+    private static final int READS_PER_THREAD = 2_000;
+
+    @Test
+    void concurrent_reads_are_each_served_by_a_request_sent_after_they_arrived_with_one_request_in_flight_per_leader() throws Exception {
+        ScheduledExecutorService leaderSide = Executors.newScheduledThreadPool(2);
+        AtomicLong sent = new AtomicLong();
+        Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+        AtomicInteger mostInFlight = new AtomicInteger();
+        AtomicReference<String> knownLeader = new AtomicReference<>("l1");
+        LeaderForwarder forwarder = new LeaderForwarder() {
+            @Override
+            public Future<RaftNode.Applied> forward(String leaderId, byte[] command) {
+                throw new UnsupportedOperationException();
+            }
+
+            @Override
+            public Future<Long> readIndex(String leaderId) {
+                long number = sent.incrementAndGet(); // the answer: which request this was, in sending order
+                AtomicInteger toLeader = inFlight.computeIfAbsent(leaderId, id -> new AtomicInteger());
+                mostInFlight.accumulateAndGet(toLeader.incrementAndGet(), Math::max);
+                Promise<Long> answer = Promise.promise();
+                leaderSide.schedule(() -> {
+                    toLeader.decrementAndGet();
+                    if (number % 7 == 0) {
+                        answer.fail(new IllegalStateException("request " + number + " lost"));
+                    } else {
+                        answer.complete(number);
+                    }
+                    if (number % 50 == 0) { // now and then, another leader
+                        knownLeader.set(knownLeader.get().equals("l1") ? "l2" : "l1");
+                    }
+                }, ThreadLocalRandom.current().nextInt(200, 2_000), TimeUnit.MICROSECONDS);
+                return answer.future();
+            }
+        };
+        ForwardedReadIndex reads = new ForwardedReadIndex(forwarder, knownLeader::get, "self");
+
+        List<String> violations = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CountDownLatch done = new CountDownLatch(THREADS * READS_PER_THREAD);
+        AtomicInteger failed = new AtomicInteger();
+        List<Thread> readers = new ArrayList<>();
+        for (int t = 0; t < THREADS; t++) {
+            Thread reader = new Thread(() -> {
+                for (int i = 0; i < READS_PER_THREAD; i++) {
+                    long sentBeforeArrival = sent.get();
+                    reads.readIndex("l1").onComplete((index, error) -> {
+                        if (error != null) {
+                            failed.incrementAndGet();
+                        } else if (index <= sentBeforeArrival) {
+                            violations.add("a read that arrived after request " + sentBeforeArrival + " was sent was served by request " + index);
+                        }
+                        done.countDown();
+                    });
+                    if (i % 100 == 0) {
+                        Thread.yield();
+                    }
+                }
+            });
+            readers.add(reader);
+            reader.start();
+        }
+        for (Thread reader : readers) {
+            reader.join();
+        }
+        assertTrue(done.await(60, TimeUnit.SECONDS), "every read completed; " + done.getCount() + " left hanging");
+        leaderSide.shutdownNow();
+
+        assertEquals(List.of(), violations.subList(0, Math.min(5, violations.size())), "a read served by a request sent before it arrived");
+        assertEquals(1, mostInFlight.get(), "requests in flight to one leader at once, at most");
+        assertTrue(sent.get() < THREADS * READS_PER_THREAD / 4, sent.get() + " requests for " + THREADS * READS_PER_THREAD + " reads");
+        assertTrue(failed.get() > 0, "some requests failed, and with them exactly their reads (the others were served)");
+    }
+}
