@@ -27,8 +27,13 @@
 # settings of JFR_SETTINGS, default "profile"), one file per load and server:
 # $JFR_DIR/r<round>-conclave-<w|rc|rs><connections>-c<server>-<leader|follower>.jfr.
 #
+# Warm-up: keep the default 30 s for any figure. On a loaded two-core machine, with -w 1 or 2, Conclave's writes at 1
+# connection ran 20x slower than after 30 s (the JIT compilers still at work). JFR_DIR's recordings (settings=profile)
+# slow a write at 1 connection six- to eightfold: take latency figures from runs without it.
+#
 # Needs: etcd (Debian's etcd-server, 3.4), wrk, curl, and the built distribution (mvn -B package -DskipTests).
-# Figures go to stdout and to bench/results/<time>/ (summary.tsv: every run; medians.tsv: the medians).
+# Figures go to stdout and to bench/results/<time>/ (summary.tsv: every run; medians.tsv: the medians; stages.tsv: the
+# Conclave servers' own mean time per stage of a write over each load, from their metrics).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -204,11 +209,43 @@ run_wrk() {
   echo "$rate $p50 $p99 $errors $committed $answered"
 }
 
+# Conclave's own timings of the stages of a write (the servers' /v1/agent/metrics: count and sum of raft.commit.latency,
+# raft.persist.wait, raft.fsync.latency, raft.apply.latency), taken before and after each measured load: stages.tsv
+# gets, per server, each stage's count and mean over the load (python3 needed; skipped without it).
+conclave_metrics() { # label before|after
+  [ "$system" = conclave ] && command -v python3 > /dev/null || return 0
+  for i in 0 1 2; do curl -sf "http://127.0.0.1:2450$i/v1/agent/metrics" > "$out/$1-metrics-c$i-$2.json" || true; done
+}
+conclave_stages() { # label leader
+  [ "$system" = conclave ] && command -v python3 > /dev/null || return 0
+  for i in 0 1 2; do
+    local role=follower
+    [ "$2" = "127.0.0.1:2450$i" ] && role=leader
+    python3 - "$out/$1-metrics-c$i-before.json" "$out/$1-metrics-c$i-after.json" "$1" "c$i" "$role" >> "$out/stages.tsv" <<'PYTHON' || true
+import json, sys
+def samples(path):
+    try:
+        return {s["Name"]: s for s in json.load(open(path)).get("Samples", [])}
+    except (OSError, ValueError):
+        return {}
+before, after = samples(sys.argv[1]), samples(sys.argv[2])
+for name in ("raft.commit.latency", "raft.persist.wait", "raft.fsync.latency", "raft.apply.latency"):
+    a, b = after.get(name), before.get(name, {"Count": 0, "Sum": 0})
+    if a and a["Count"] > b["Count"]:
+        count = a["Count"] - b["Count"]
+        print("\t".join([sys.argv[3], sys.argv[4], sys.argv[5], name, str(count), "%.3f" % ((a["Sum"] - b["Sum"]) / count)]))
+PYTHON
+  done
+}
+
 # measure system leader load conns: one measured load, a line of the summary.
 measure() {
   local system=$1 leader=$2 load=$3 c=$4 label="r$round-$1-$3$4"
   jfr_start "$system" "$leader" "$label"
+  conclave_metrics "$label" before
   read -r rate p50 p99 errors committed answered < <(run_wrk "$system" "$leader" "$load" "$c" "$duration" "$label")
+  conclave_metrics "$label" after
+  conclave_stages "$label" "$leader"
   jfr_stop "$system" "$leader" "$label"
   echo -e "$round\t$system\t$load\t$c\t$rate\t$p50\t$p99\t$errors\t$committed\t$answered\t$(load_average)" | tee -a "$summary"
   if [ "$committed" -lt "$answered" ]; then
@@ -219,6 +256,7 @@ measure() {
 
 summary="$out/summary.tsv"
 echo -e "round\tsystem\tload\tconnections\trequests_per_s\tp50\tp99\terrors\tcommitted\tanswered\tload_average" > "$summary"
+echo -e "label\tserver\trole\tstage\tcount\tmean_ms" > "$out/stages.tsv"
 echo "writes at \"$conns\" connections, reads at $read_conns; mode $mode, $rounds round(s), warm-up ${warmup}s, ${duration}s per load; distribution $dist; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq 1 "$rounds"); do
   for system in etcd conclave; do
