@@ -32,8 +32,8 @@
 # slow a write at 1 connection six- to eightfold: take latency figures from runs without it.
 #
 # Needs: etcd (Debian's etcd-server, 3.4), wrk, curl, and the built distribution (mvn -B package -DskipTests).
-# Figures go to stdout and to bench/results/<time>/ (summary.tsv: every run; medians.tsv: the medians; stages.tsv: the
-# Conclave servers' own mean time per stage of a write over each load, from their metrics).
+# Figures go to stdout and to bench/results/<time>/ (summary.tsv: every run; medians.tsv: the medians; stages.tsv: each
+# server's own mean time per stage of a write over each load, from its metrics: Conclave's and etcd's syncs among them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -209,15 +209,42 @@ run_wrk() {
   echo "$rate $p50 $p99 $errors $committed $answered"
 }
 
-# Conclave's own timings of the stages of a write (the servers' /v1/agent/metrics: count and sum of raft.commit.latency,
-# raft.persist.wait, raft.fsync.latency, raft.apply.latency), taken before and after each measured load: stages.tsv
-# gets, per server, each stage's count and mean over the load (python3 needed; skipped without it).
-conclave_metrics() { # label before|after
-  [ "$system" = conclave ] && command -v python3 > /dev/null || return 0
+# Each server's own timings of the stages of a write, taken before and after each measured load; stages.tsv gets, per
+# server, each stage's count and mean over the load. Conclave: /v1/agent/metrics, the count and sum of
+# raft.commit.latency, raft.persist.wait, raft.fsync.latency, raft.apply.latency (python3 needed; skipped without it).
+# etcd: /metrics, the histograms etcd_disk_wal_fsync_duration_seconds (the WAL's fdatasync) and
+# etcd_disk_backend_commit_duration_seconds (bbolt's commit), so that both systems' syncs are read side by side.
+server_metrics() { # label before|after
+  if [ "$system" = etcd ]; then
+    for i in 0 1 2; do
+      curl -sf "http://127.0.0.1:2437$i/metrics" | grep -E '^etcd_disk_(wal_fsync|backend_commit)_duration_seconds_(sum|count) ' \
+        > "$out/$1-metrics-e$i-$2.txt" || true
+    done
+    return 0
+  fi
+  command -v python3 > /dev/null || return 0
   for i in 0 1 2; do curl -sf "http://127.0.0.1:2450$i/v1/agent/metrics" > "$out/$1-metrics-c$i-$2.json" || true; done
 }
-conclave_stages() { # label leader
-  [ "$system" = conclave ] && command -v python3 > /dev/null || return 0
+server_stages() { # label leader
+  if [ "$system" = etcd ]; then
+    for i in 0 1 2; do
+      local role=follower
+      [ "$2" = "127.0.0.1:2437$i" ] && role=leader
+      awk -v label="$1" -v server="e$i" -v role="$role" '
+        FNR == NR { before[$1] = $2; next }
+        { after[$1] = $2 }
+        END {
+          for (name in after) if (name ~ /_count$/) {
+            stage = name; sub(/_count$/, "", stage)
+            count = after[name] - before[name]
+            if (count > 0) printf "%s\t%s\t%s\t%s\t%d\t%.3f\n", label, server, role, stage, count,
+              (after[stage "_sum"] - before[stage "_sum"]) * 1000 / count
+          }
+        }' "$out/$1-metrics-e$i-before.txt" "$out/$1-metrics-e$i-after.txt" >> "$out/stages.tsv" || true
+    done
+    return 0
+  fi
+  command -v python3 > /dev/null || return 0
   for i in 0 1 2; do
     local role=follower
     [ "$2" = "127.0.0.1:2450$i" ] && role=leader
@@ -242,10 +269,10 @@ PYTHON
 measure() {
   local system=$1 leader=$2 load=$3 c=$4 label="r$round-$1-$3$4"
   jfr_start "$system" "$leader" "$label"
-  conclave_metrics "$label" before
+  server_metrics "$label" before
   read -r rate p50 p99 errors committed answered < <(run_wrk "$system" "$leader" "$load" "$c" "$duration" "$label")
-  conclave_metrics "$label" after
-  conclave_stages "$label" "$leader"
+  server_metrics "$label" after
+  server_stages "$label" "$leader"
   jfr_stop "$system" "$leader" "$label"
   echo -e "$round\t$system\t$load\t$c\t$rate\t$p50\t$p99\t$errors\t$committed\t$answered\t$(load_average)" | tee -a "$summary"
   if [ "$committed" -lt "$answered" ]; then
