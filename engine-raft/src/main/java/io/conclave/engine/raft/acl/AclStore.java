@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
  * and the authorizer of a secret, cached until the state changes. A token's secret is never stored: only its SHA-256
  * (secrets are random UUIDs: 122 bits, nothing to guess).
  *
- * <p>Threads: entries arrive on the node's context, lookups come from the HTTP event loop; the state is an immutable
- * value swapped at once.
+ * <p>Threads: entries arrive on the node's context, lookups come from every HTTP event loop at once; the state is an
+ * immutable value swapped at once, and the decisions made from it are cached with it.
  */
 public final class AclStore {
 
@@ -62,8 +62,15 @@ public final class AclStore {
         }
     }
 
+    /**
+     * The ACL state at one point, with the decisions made from it: a new state starts with no decision, so a decision
+     * made from an older one (a lookup on an event loop while an entry is applied) can never be cached for the new one.
+     */
     private record State(Map<String, Policy> policies, Map<String, Token> tokens, Map<String, Token> bySecretHash,
-                         long bootstrapIndex) {
+                         long bootstrapIndex, Map<String, Authorizer> decisions) {
+        State(Map<String, Policy> policies, Map<String, Token> tokens, Map<String, Token> bySecretHash, long bootstrapIndex) {
+            this(policies, tokens, bySecretHash, bootstrapIndex, new ConcurrentHashMap<>());
+        }
     }
 
     private final boolean defaultAllow;
@@ -71,7 +78,6 @@ public final class AclStore {
     private volatile Optional<String> agentTokenHash;
     private final Authorizer agentAuthorizer;
     private volatile State state = new State(Map.of(), Map.of(), Map.of(), 0);
-    private final Map<String, Authorizer> cache = new ConcurrentHashMap<>();
 
     public AclStore(boolean defaultAllow, Optional<String> initialManagement, Optional<String> agentToken, String agentName) {
         this.defaultAllow = defaultAllow;
@@ -136,8 +142,8 @@ public final class AclStore {
         }
         Map<String, Token> bySecret = new java.util.HashMap<>();
         tokens.values().forEach(token -> bySecret.put(token.secretHash(), token));
+        // a change to any policy or token: every decision is made again (the new state has none)
         state = new State(Map.copyOf(policies), java.util.Collections.unmodifiableMap(tokens), Map.copyOf(bySecret), bootstrapIndex);
-        cache.clear(); // a change to any policy or token: every decision is made again
     }
 
     /**
@@ -150,6 +156,8 @@ public final class AclStore {
 
     /** What a request's secret may do: empty when the secret names no token ("ACL not found"). */
     public Optional<Authorizer> resolve(String secret) {
+        State current = state; // one state for the whole decision, and its cache: see State
+        Map<String, Authorizer> cache = current.decisions();
         if (secret == null || secret.isEmpty() || secret.equals("anonymous")) {
             return Optional.of(cache.computeIfAbsent("", s -> Authorizer.of(List.of(), defaultAllow)));
         }
@@ -169,23 +177,23 @@ public final class AclStore {
                 hash.getBytes(StandardCharsets.US_ASCII))) {
             resolved = Authorizer.management();
         } else {
-            Token token = state.bySecretHash().get(hash);
+            Token token = current.bySecretHash().get(hash);
             if (token == null) {
                 return Optional.empty();
             }
-            resolved = authorizerOf(token);
+            resolved = authorizerOf(current, token);
         }
         cache.put(hash, resolved);
         return Optional.of(resolved);
     }
 
-    private Authorizer authorizerOf(Token token) {
+    private Authorizer authorizerOf(State current, Token token) {
         if (token.policyIds().contains(GLOBAL_MANAGEMENT_ID)) {
             return Authorizer.management();
         }
         List<AclRules> rules = new ArrayList<>();
         for (String id : token.policyIds()) {
-            Policy policy = state.policies().get(id);
+            Policy policy = current.policies().get(id);
             if (policy != null) { // a deleted policy no longer grants anything
                 rules.add(policy.parsed());
             }
