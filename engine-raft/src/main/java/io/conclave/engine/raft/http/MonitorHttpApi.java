@@ -35,10 +35,10 @@ public final class MonitorHttpApi {
     }
 
     public void register(HttpApi http) {
-        http.route(HttpMethod.GET, PATH, this::monitor);
+        http.route(HttpMethod.GET, PATH, request -> monitor(http, request));
     }
 
-    private void monitor(HttpServerRequest request) {
+    private void monitor(HttpApi http, HttpServerRequest request) {
         String level = request.getParam("loglevel", "info").toLowerCase(Locale.ROOT);
         if (level.equals("warning")) {
             level = "warn"; // Consul accepts both
@@ -53,7 +53,9 @@ public final class MonitorHttpApi {
         response.writeHead(); // the client knows at once that it is connected
         Stream stream = new Stream(vertx.getOrCreateContext(), response);
         AutoCloseable subscription = logs.subscribe(level, json, stream::offer);
-        request.connection().closeHandler(closed -> stream.close(subscription));
+        // the client gone: not the connection's closeHandler, which is HttpApi's (its connection counts: one handler
+        // replaces the other, and a closed monitor's connection stayed counted against its address for ever)
+        http.whenDone(request, () -> stream.close(subscription));
         response.closeHandler(closed -> stream.close(subscription));
     }
 

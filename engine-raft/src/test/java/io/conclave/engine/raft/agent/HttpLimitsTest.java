@@ -105,6 +105,25 @@ class HttpLimitsTest {
     }
 
     @Test
+    void when_a_monitor_connection_closes_then_its_slot_is_free_again_as_any_other_connections() throws Exception {
+        start("{\"http_max_conns_per_client\": 2}");
+        for (int i = 1; i <= 3; i++) {
+            try (Socket monitor = new Socket("127.0.0.1", agent.httpPort())) { // a stream of log lines, until the client goes
+                monitor.setSoTimeout(20_000);
+                assertEquals(200, statusOf(monitor, "GET /v1/agent/monitor HTTP/1.1\r\nHost: x\r\n\r\n"), "monitor " + i);
+            }
+            Await.until("monitor " + i + "'s slot is free once its connection closed (at most 2 connections from one address)", () -> {
+                try (Socket again = new Socket("127.0.0.1", agent.httpPort())) {
+                    again.setSoTimeout(10_000);
+                    return statusOf(again, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") == 200;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+        }
+    }
+
+    @Test
     void when_a_client_sends_its_headers_too_slowly_then_the_connection_is_closed_but_a_long_blocking_query_is_not_cut() throws Exception {
         start("{\"http_header_timeout\": \"1s\"}");
         Socket slow = open();
