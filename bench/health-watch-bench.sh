@@ -5,7 +5,7 @@
 # changes (a catalog register that flips a check of web between passing and warning, sent to the leader) and each
 # watcher's latency from the write's acknowledgement to its answer; then an unrelated service and a KV write, which
 # must wake no watcher. The load tool is HealthWatchBenchmark (distribution's tests, Vert.x's HTTP client, one
-# connection a watcher); it starts the servers from the built distribution.
+# connection a watcher, spread over the client's event loops); it starts the servers from the built distribution.
 #
 #   bench/health-watch-bench.sh [-w watchers] [-s seconds] [-r runs] [-c changes] [-n servers] [-l] [-q stale] [-d dir]
 #

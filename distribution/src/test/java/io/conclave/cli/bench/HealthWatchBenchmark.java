@@ -5,6 +5,7 @@ import static io.conclave.cli.bench.BenchFigures.millis;
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
+import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpMethod;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
@@ -27,8 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>Three servers on loopback (or {@code -Dhealth.bench.servers=1}); the service {@code web} has three instances, each on
  * a node of its own, registered through {@code /v1/catalog/register} with a passing check. The watchers hold a
- * connection each (Vert.x's client, one JVM: this one) to the <em>watched</em> server, a follower by default
- * ({@code -Dhealth.bench.watched=leader} for the leader). Each run, on the same cluster:
+ * connection each (Vert.x's client, one JVM: this one; spread over the client's event loops) to the <em>watched</em>
+ * server, a follower by default ({@code -Dhealth.bench.watched=leader} for the leader). Each run, on the same cluster:
  * <ol>
  * <li><b>baseline</b>: the watched server's CPU time (user + system, {@code /proc/PID/stat}) over {@code S} seconds
  *     (60 by default) with no watcher;</li>
@@ -86,7 +87,14 @@ class HealthWatchBenchmark {
     private static final String EXTRA_PARAMETERS = System.getProperty("health.bench.parameters", "").isBlank() ? ""
             : "&" + System.getProperty("health.bench.parameters");
 
-    /** One watcher: asks, waits for its answer, records it, asks again past the answer's index. */
+    /**
+     * The event loops of the watchers' client ({@code -Dhealth.bench.clientLoops}; Vert.x's default, twice the cores): the
+     * watchers are spread over them, watcher {@code i} on loop {@code i} modulo their number, so that the client does not
+     * read all the woken watchers' answers on one loop and put its own queue in the measured latency.
+     */
+    private static final int CLIENT_EVENT_LOOPS = Integer.getInteger("health.bench.clientLoops", VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE);
+
+    /** One watcher: asks, waits for its answer, records it, asks again past the answer's index; always on its client loop. */
     private static final class Watcher {
         final int number;
         volatile long index;
@@ -114,7 +122,7 @@ class HealthWatchBenchmark {
         volatile boolean running = true;
 
         Watchers(int count, int port, long index) {
-            this.client = new LoadClient(count + 8, 2);
+            this.client = new LoadClient(count + CLIENT_EVENT_LOOPS, CLIENT_EVENT_LOOPS);
             this.port = port;
             for (int i = 0; i < count; i++) {
                 Watcher watcher = new Watcher(i);
@@ -129,7 +137,8 @@ class HealthWatchBenchmark {
                 return;
             }
             armed.incrementAndGet();
-            client.send(HttpMethod.GET, port, WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT + EXTRA_PARAMETERS, null).onComplete(result -> {
+            String path = WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT + EXTRA_PARAMETERS;
+            client.send(watcher.number, HttpMethod.GET, port, path, null).onComplete(result -> {
                 armed.decrementAndGet();
                 if (!running) {
                     return;
@@ -250,11 +259,11 @@ class HealthWatchBenchmark {
             System.setProperty("conclave.distribution", servedFrom);
         }
         GossipCluster cluster = new GossipCluster();
-        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s, %d s windows, %d changes a run, query "
-                        + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
+        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s (their client on %d event loops), %d s"
+                        + " windows, %d changes a run, query " + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
                         + "run  baseline_cpu_%%  watchers_cpu_%%  extra_%%_of_a_core  wake_p50_ms  wake_p99_ms  wake_max_ms  from_send_p50_ms"
                         + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  noop_p99_ms_baseline  noop_p99_ms_wakes  load_avg%n",
-                servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", seconds, changes));
+                servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", CLIENT_EVENT_LOOPS, seconds, changes));
         List<Double> baselines = new ArrayList<>();
         List<Double> extras = new ArrayList<>();
         List<Double> p50s = new ArrayList<>();
@@ -333,6 +342,8 @@ class HealthWatchBenchmark {
                     }
 
                     List<Double> probesDuringWakes = probe.between(changesStart, System.nanoTime());
+                    raw.append(String.format("client threads that read the last change's answers: %s%n",
+                            watchers.wakes.stream().map(Wake::thread).distinct().sorted().toList()));
                     raw.append(String.format("probes %d answered in all, %d during the measured changes, %d failed%n", probe.answers.size(),
                             probesDuringWakes.size(), probe.failures.get()));
                     watchers.wakes.clear();
