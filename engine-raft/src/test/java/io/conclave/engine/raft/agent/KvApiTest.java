@@ -1,6 +1,8 @@
 package io.conclave.engine.raft.agent;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.testing.DevAgent;
@@ -104,6 +106,34 @@ class KvApiTest {
         assertEquals(2, new JsonArray(call(HttpMethod.GET, "/v1/kv/app/?recurse", null).body()).size());
         assertEquals("true", call(HttpMethod.DELETE, "/v1/kv/app/?recurse", null).body());
         assertEquals(404, call(HttpMethod.GET, "/v1/kv/app/config", null).status());
+    }
+
+    @Test
+    void a_one_key_answer_is_whole_and_the_same_whether_its_value_is_encoded_on_the_loop_or_on_a_worker() throws Exception {
+        int inline = 16 * 1024; // KvAnswer.INLINE_VALUE_BYTES: up to it on the request's loop, past it on a worker
+        for (int length : new int[] {0, 1, 100, inline, inline + 1, 200_000}) {
+            byte[] value = new byte[length];
+            new java.util.Random(length).nextBytes(value);
+            String key = "one/" + length;
+            assertEquals("true", call(HttpMethod.PUT, "/v1/kv/" + key + "?flags=7", Buffer.buffer(value)).body());
+            Response get = call(HttpMethod.GET, "/v1/kv/" + key, null);
+            assertEquals(200, get.status(), get.body());
+            JsonArray entries = new JsonArray(get.body());
+            assertEquals(1, entries.size());
+            JsonObject entry = entries.getJsonObject(0);
+            assertEquals(key, entry.getString("Key"));
+            assertEquals(7, entry.getLong("Flags"));
+            if (length == 0) {
+                assertNull(entry.getValue("Value"), "an empty value is null, as Consul's");
+            } else {
+                assertArrayEquals(value, Base64.getDecoder().decode(entry.getString("Value")), "value of " + length + " bytes");
+            }
+            assertEquals(Long.toString(entry.getLong("ModifyIndex")), get.headers().get("X-Consul-Index"));
+            java.net.http.HttpResponse<byte[]> raw = client.send(request(HttpMethod.GET, "/v1/kv/" + key + "?raw", null).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+            assertEquals(200, raw.statusCode());
+            assertArrayEquals(value, raw.body(), "raw value of " + length + " bytes");
+        }
     }
 
     @Test
