@@ -23,9 +23,10 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@link ForwardedReadIndex} alone, under concurrent reads from several threads, answers completed on another thread
- * after a random delay, some failed, and the known leader moving between two servers: every read completes; it is
- * answered by a request sent after it arrived (the fake leader answers each request with its sending number); no two
- * requests are ever in flight to the same leader; and far fewer requests are sent than reads.
+ * after a random delay, some failed (the first among them, so that failures happen however few requests the batching
+ * leaves), and the known leader moving between two servers: every read completes; it is answered, or failed, by a
+ * request sent after it arrived (the fake leader answers each request with its sending number, or fails it with that
+ * number); no two requests are ever in flight to the same leader; and far fewer requests are sent than reads.
  */
 @Timeout(120)
 class ForwardedReadIndexTest {
@@ -54,8 +55,8 @@ class ForwardedReadIndexTest {
                 Promise<Long> answer = Promise.promise();
                 leaderSide.schedule(() -> {
                     toLeader.decrementAndGet();
-                    if (number % 7 == 0) {
-                        answer.fail(new IllegalStateException("request " + number + " lost"));
+                    if (number % 7 == 1) { // the first request among them: failures whatever the batches' sizes
+                        answer.fail(new RequestLost(number));
                     } else {
                         answer.complete(number);
                     }
@@ -79,6 +80,11 @@ class ForwardedReadIndexTest {
                     reads.readIndex("l1").onComplete((index, error) -> {
                         if (error != null) {
                             failed.incrementAndGet();
+                            if (!(error instanceof RequestLost lost)) {
+                                violations.add("a read failed with " + error + ", not with its request's error");
+                            } else if (lost.number <= sentBeforeArrival) {
+                                violations.add("a read that arrived after request " + sentBeforeArrival + " was sent failed with request " + lost.number);
+                            }
                         } else if (index <= sentBeforeArrival) {
                             violations.add("a read that arrived after request " + sentBeforeArrival + " was sent was served by request " + index);
                         }
@@ -101,6 +107,16 @@ class ForwardedReadIndexTest {
         assertEquals(List.of(), violations.subList(0, Math.min(5, violations.size())), "a read served by a request sent before it arrived");
         assertEquals(1, mostInFlight.get(), "requests in flight to one leader at once, at most");
         assertTrue(sent.get() < THREADS * READS_PER_THREAD / 4, sent.get() + " requests for " + THREADS * READS_PER_THREAD + " reads");
-        assertTrue(failed.get() > 0, "some requests failed, and with them exactly their reads (the others were served)");
+        assertTrue(failed.get() > 0, "the failed requests failed their reads (the first request always fails)");
+    }
+
+    /** The failure of request {@code number}, as the fake leader's side reports it. */
+    private static final class RequestLost extends IllegalStateException {
+        final long number;
+
+        RequestLost(long number) {
+            super("request " + number + " lost");
+            this.number = number;
+        }
     }
 }
