@@ -66,21 +66,8 @@ out="$here/results/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 work=$(mktemp -d /tmp/conclave-bench-XXXX)
 pids=()
-stop_all() {
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
-  pids=()
-}
+. "$here/lib.sh"
 trap 'stop_all; rm -rf "$work"' EXIT
-
-wait_for() { # seconds, command...
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { echo "timed out waiting for: $*" >&2; return 1; }
-    sleep 0.2
-  done
-}
-load_average() { cut -d' ' -f1 /proc/loadavg; }
 
 start_etcd() {
   local cluster="e0=http://127.0.0.1:24380,e1=http://127.0.0.1:24381,e2=http://127.0.0.1:24382"
@@ -106,23 +93,10 @@ etcd_leader() {
 }
 
 start_conclave() {
-  for i in 0 1 2; do
-    cat > "$work/c$i.json" <<JSON
-{"node_name": "c$i", "server": true, "data_dir": "$work/conclave/c$i", "bootstrap_expect": 3,
- "static_servers": ["127.0.0.1:24300", "127.0.0.1:24301", "127.0.0.1:24302"],
- "ports": {"http": 2450$i, "server": 2430$i, "serf_lan": 0, "dns": -1}}
-JSON
-    JAVA_OPTS="${JAVA_OPTS:-} ${EXTRA_JAVA_OPTS:-}" "$dist/bin/conclave" agent -config-file "$work/c$i.json" \
-      > "$out/conclave-c$i.log" 2>&1 &
-    pids+=($!)
-  done
+  mkdir -p "$work/conclave"
+  conclave_start "$dist" "$work/conclave" "$out/conclave-c" 24300 24500
 }
-conclave_leader() {
-  for i in 0 1 2; do
-    if curl -sf http://127.0.0.1:2450$i/v1/agent/self | grep -q '"state" : "Leader"'; then echo "127.0.0.1:2450$i"; return 0; fi
-  done
-  return 1
-}
+conclave_leader() { conclave_leader_at 24500; }
 
 # How many writes the leader has committed: Conclave's commit index, etcd's revision (one per put).
 conclave_committed() {
@@ -199,11 +173,7 @@ run_wrk() {
   env KEYS=10000 THREADS=2 "${env[@]}" wrk -t$threads -c$c -d${seconds}s --latency -s "$here/wrk/$script" "http://$leader" > "$report" 2>&1
   after=$("${system}_committed" "$leader")
   local rate p50 p99 errors answered
-  rate=$(awk '/^Requests\/sec/ {print $2}' "$report")
-  p50=$(awk '$1 == "50%" {print $2}' "$report")
-  p99=$(awk '$1 == "99%" {print $2}' "$report")
-  answered=$(awk '/requests in/ {print $1}' "$report")
-  errors=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' "$report")
+  read -r rate p50 p99 errors answered < <(wrk_figures "$report")
   local committed=$((after - before))
   [ "$load" = w ] || committed=$answered
   echo "$rate $p50 $p99 $errors $committed $answered"
