@@ -65,11 +65,40 @@ public final class AclStore {
     /**
      * The ACL state at one point, with the decisions made from it: a new state starts with no decision, so a decision
      * made from an older one (a lookup on an event loop while an entry is applied) can never be cached for the new one.
+     * A class, not a record: its decisions are a cache that grows, which must take no part in equality.
      */
-    private record State(Map<String, Policy> policies, Map<String, Token> tokens, Map<String, Token> bySecretHash,
-                         long bootstrapIndex, Map<String, Authorizer> decisions) {
+    private static final class State {
+        private final Map<String, Policy> policies;
+        private final Map<String, Token> tokens;
+        private final Map<String, Token> bySecretHash;
+        private final long bootstrapIndex;
+        private final Map<String, Authorizer> decisions = new ConcurrentHashMap<>();
+
         State(Map<String, Policy> policies, Map<String, Token> tokens, Map<String, Token> bySecretHash, long bootstrapIndex) {
-            this(policies, tokens, bySecretHash, bootstrapIndex, new ConcurrentHashMap<>());
+            this.policies = policies;
+            this.tokens = tokens;
+            this.bySecretHash = bySecretHash;
+            this.bootstrapIndex = bootstrapIndex;
+        }
+
+        Map<String, Policy> policies() {
+            return policies;
+        }
+
+        Map<String, Token> tokens() {
+            return tokens;
+        }
+
+        Map<String, Token> bySecretHash() {
+            return bySecretHash;
+        }
+
+        long bootstrapIndex() {
+            return bootstrapIndex;
+        }
+
+        Map<String, Authorizer> decisions() {
+            return decisions;
         }
     }
 
