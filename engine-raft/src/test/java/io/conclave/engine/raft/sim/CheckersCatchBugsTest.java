@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.LongConsumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -156,25 +157,12 @@ class CheckersCatchBugsTest {
     @Test
     void when_a_read_joins_a_confirmation_round_begun_before_it_arrived_then_the_stale_read_is_caught_on_every_seed_that_sets_it_up(TestInfo info) {
         String testId = ScenarioSeeds.testId(info);
-        Long only = Long.getLong("sim.seed"); // the replay line's seed alone
-        long first = only != null ? only : 1;
-        int seeds = only != null ? 1 : MAX_SEEDS;
-        int caught = 0;
-        for (long seed = first; seed < first + seeds; seed++) {
-            try {
-                ScriptedCounterexamples.RoundJoined outcome = ScriptedCounterexamples.readJoiningAnEarlierRound(seed, testId,
-                        Set.of(RaftConfig.UnsafeBug.READ_JOINS_ROUND_IN_FLIGHT));
-                assertNotEquals(ScriptedCounterexamples.RoundJoined.SERVED_FROM_EARLIER_ROUND, outcome,
-                        "seed " + seed + ": a stale read was served and the checker did not see it");
-            } catch (SimulationFailure failure) {
-                assertTrue(failure.getMessage().contains("seed " + seed), "the failure names its seed");
-                if (caught++ == 0) {
-                    System.out.println("caught at seed " + seed + ": " + failure.getMessage());
-                }
-            }
-        }
-        System.out.println("READ_JOINS_ROUND_IN_FLIGHT caught in " + caught + " of " + seeds + " seeds");
-        assertTrue(2 * caught >= seeds, "the broken batch was caught in " + caught + " of " + seeds + " seeds");
+        caughtOnMostSeeds(RaftConfig.UnsafeBug.READ_JOINS_ROUND_IN_FLIGHT, "the broken batch", seed -> {
+            ScriptedCounterexamples.RoundJoined outcome = ScriptedCounterexamples.readJoiningAnEarlierRound(seed, testId,
+                    Set.of(RaftConfig.UnsafeBug.READ_JOINS_ROUND_IN_FLIGHT));
+            assertNotEquals(ScriptedCounterexamples.RoundJoined.SERVED_FROM_EARLIER_ROUND, outcome,
+                    "seed " + seed + ": a stale read was served and the checker did not see it");
+        });
     }
 
     @Test
@@ -193,13 +181,24 @@ class CheckersCatchBugsTest {
     @Test
     void when_a_vote_given_in_a_term_the_voter_held_is_not_persisted_then_the_double_vote_after_a_restart_is_caught_on_every_seed_that_sets_it_up(TestInfo info) {
         String testId = ScenarioSeeds.testId(info);
-        Long only = Long.getLong("sim.seed"); // the replay line's seed alone
+        caughtOnMostSeeds(RaftConfig.UnsafeBug.VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED, "the forgotten vote",
+                seed -> ScriptedCounterexamples.voteForgottenAcrossRestart(seed, testId, Set.of(RaftConfig.UnsafeBug.VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED)));
+    }
+
+    /**
+     * Runs a scripted scene with {@code bug} set on seeds 1 to {@link #MAX_SEEDS} (or on {@code -Dsim.seed} alone, the
+     * replay line's seed) and asserts that the checkers caught it on at least half of them: the scenes set the bug's
+     * situation up on most seeds, and every seed that sets it up must end in a {@link SimulationFailure} naming its seed.
+     * {@code scene} throws that failure when caught; an assertion it makes itself fails the test at once.
+     */
+    private static void caughtOnMostSeeds(RaftConfig.UnsafeBug bug, String what, LongConsumer scene) {
+        Long only = Long.getLong("sim.seed");
         long first = only != null ? only : 1;
         int seeds = only != null ? 1 : MAX_SEEDS;
         int caught = 0;
         for (long seed = first; seed < first + seeds; seed++) {
             try {
-                ScriptedCounterexamples.voteForgottenAcrossRestart(seed, testId, Set.of(RaftConfig.UnsafeBug.VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED));
+                scene.accept(seed);
             } catch (SimulationFailure failure) {
                 assertTrue(failure.getMessage().contains("seed " + seed), "the failure names its seed");
                 if (caught++ == 0) {
@@ -207,8 +206,8 @@ class CheckersCatchBugsTest {
                 }
             }
         }
-        System.out.println("VOTE_NOT_PERSISTED_WHEN_TERM_UNCHANGED caught in " + caught + " of " + seeds + " seeds");
-        assertTrue(2 * caught >= seeds, "the forgotten vote was caught in " + caught + " of " + seeds + " seeds");
+        System.out.println(bug + " caught in " + caught + " of " + seeds + " seeds");
+        assertTrue(2 * caught >= seeds, what + " was caught in " + caught + " of " + seeds + " seeds");
     }
 
     @Test
