@@ -62,6 +62,10 @@ if [ -n "${JFR_DIR:-}" ]; then
 fi
 
 started_at=$(date -u +%Y-%m-%dT%H:%MZ)
+# The build's commit, taken now (an edit made while the run goes on is not in the distribution): "+" when its checkout
+# had uncommitted changes.
+commit=$(git -C "$dist" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -z "$(git -C "$dist" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+"
 out="$here/results/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 work=$(mktemp -d /tmp/conclave-bench-XXXX)
@@ -330,8 +334,6 @@ done
 
 # One line in docs/performance.md's history table; the section and its header are created on the first run.
 doc="$repo/docs/performance.md"
-commit=$(git -C "$dist" rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -z "$(git -C "$dist" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+"
 line="| $started_at | $commit | $rounds × ${duration}s, warm-up ${warmup}s | $load_low–$load_high |"
 headers="| date (UTC) | commit | rounds | load average |"
 rule="|---|---|---|---|"
