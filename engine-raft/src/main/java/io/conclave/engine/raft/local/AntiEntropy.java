@@ -43,7 +43,8 @@ import org.slf4j.LoggerFactory;
  *     {@code check_update_interval}), so that a check whose output changes at every run does not write the log at every
  *     run.</li>
  * <li>Writes go one at a time. One that fails ends the round, and a full sync is tried again after
- *     {@link Timing#retryFail} (Consul's {@code retryFailIntv}); what it left undone is found by that sync's read. One
+ *     {@link Timing#retryFail} (Consul's {@code retryFailIntv}), or sooner if one was due sooner (a server that came up
+ *     while the round ran: {@link #serverUp}); what it left undone is found by that sync's read. One
  *     refused for its token's rules ({@link CatalogWriter.PermissionDeniedException}) is logged and taken as in sync,
  *     as Consul's "blocked by ACLs": the others go on, and it is tried again when it changes or a full sync finds it
  *     missing. So is one the catalog refuses for what it is ({@link CatalogWriter.RefusedException}: its rules or
@@ -256,10 +257,17 @@ public final class AntiEntropy {
         known.compose(ignored -> run(plan(), 0)).onComplete(done -> {
             running = false;
             if (done.failed()) {
+                Duration retry = timing.retryFail().plusNanos(Math.floorMod(random.nextLong(),
+                        timing.retryFail().toNanos() * scaleFactor(clusterSize.getAsInt()))); // Consul's stagger here too
+                // a full sync due sooner stays: one a server that came up meanwhile brought forward (serverUp), which a
+                // retry scheduled over it would put off by the whole retry interval
+                long dueInNanos = fullDueNanos == Long.MAX_VALUE ? Long.MAX_VALUE : fullDueNanos - nanoClock.getAsLong();
+                if (dueInNanos > retry.toNanos()) {
+                    scheduleFull(retry);
+                    dueInNanos = retry.toNanos();
+                }
                 LOG.warn("anti-entropy: {} failed: {}; a full sync is tried again in {}", full ? "a full sync" : "a sync of changes",
-                        done.cause().getMessage(), GoDurations.format(timing.retryFail()));
-                scheduleFull(timing.retryFail().plusNanos(Math.floorMod(random.nextLong(),
-                        timing.retryFail().toNanos() * scaleFactor(clusterSize.getAsInt())))); // Consul's stagger here too
+                        done.cause().getMessage(), GoDurations.format(Duration.ofMillis(Math.max(0, dueInNanos / 1_000_000))));
             } else if (full) {
                 fullSyncs++;
             }

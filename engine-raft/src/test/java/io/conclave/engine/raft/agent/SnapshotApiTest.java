@@ -216,18 +216,15 @@ class SnapshotApiTest {
                     + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
             socket.getOutputStream().write(good, 0, 10);
             socket.getOutputStream().flush();
-            Await.until("the stalled upload holds the restore", () -> {
-                HttpResponse<String> second;
-                try {
-                    second = putOnce("/v1/snapshot", HttpRequest.BodyPublishers.ofByteArray(good));
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-                assertTrue(second.statusCode() == 503, "a second restore is refused while the first holds: " + second.statusCode()
-                        + " " + second.body());
-                assertEquals("5", second.headers().firstValue("Retry-After").orElse(""));
-                return true;
-            });
+            // the server takes the restore for the first upload once it has read its headers, on the event loop of its
+            // connection, and then opens its scratch file: the second restore is sent only once that file is there, not
+            // at once (a second connection's request can be served first when the first's loop is late)
+            Await.until("the stalled upload holds the restore (its scratch file is open)", () -> scratchFiles().stream()
+                    .anyMatch(file -> file.getFileName().toString().startsWith("restore-")));
+            HttpResponse<String> second = putOnce("/v1/snapshot", HttpRequest.BodyPublishers.ofByteArray(good));
+            assertTrue(second.statusCode() == 503, "a second restore is refused while the first holds: " + second.statusCode()
+                    + " " + second.body());
+            assertEquals("5", second.headers().firstValue("Retry-After").orElse(""));
             long started = System.nanoTime();
             String status = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(), StandardCharsets.US_ASCII))
                     .readLine();

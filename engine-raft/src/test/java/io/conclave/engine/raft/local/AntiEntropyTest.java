@@ -54,9 +54,16 @@ class AntiEntropyTest {
         /** Services whose registration the token's rules refuse. */
         final java.util.Set<String> denied = ConcurrentHashMap.newKeySet();
 
+        /** When set, the next read's answer: one the test completes when it chooses. */
+        final AtomicReference<Future<NodeEntries>> nextRead = new AtomicReference<>();
+
         @Override
         public synchronized Future<NodeEntries> read(String name, Optional<String> token) {
             reads.incrementAndGet();
+            Future<NodeEntries> held = nextRead.getAndSet(null);
+            if (held != null) {
+                return held;
+            }
             if (fails()) {
                 return Future.failedFuture(new IllegalStateException("no server could be reached"));
             }
@@ -312,6 +319,29 @@ class AntiEntropyTest {
             Await.until("the first read tried", () -> catalog.failures.get() == 0);
             slow.serverUp();
             awaitLog(List.of("register node c1")); // within SERVER_UP_INTERVAL
+        } finally {
+            slow.stop();
+        }
+    }
+
+    @Test
+    void a_server_that_joins_while_a_full_sync_is_failing_brings_the_next_one_forward_all_the_same() throws Exception {
+        antiEntropy.stop();
+        catalog.log.clear();
+        catalog.node.set(Optional.empty());
+        io.vertx.core.Promise<CatalogWriter.NodeEntries> unanswered = io.vertx.core.Promise.promise();
+        catalog.nextRead.set(unanswered.future());
+        int readsBefore = catalog.reads.get();
+        AntiEntropy slow = new AntiEntropy(vertx, agent.context(), agent.state(), catalog,
+                new AntiEntropy.Node("c1", "dc1", NODE, Optional::empty), () -> 3, clock::get,
+                new AntiEntropy.Timing(Duration.ofHours(1), Duration.ofHours(1), Duration.ofMinutes(5)));
+        try {
+            slow.start(); // its read waits for an answer
+            Await.until("the first read asked", () -> catalog.reads.get() == readsBefore + 1);
+            slow.serverUp(); // a server joins while the read is out
+            Await.result(Future.<Void>future(done -> agent.context().runOnContext(ignored -> done.complete()))); // taken in
+            unanswered.fail(new IllegalStateException("no server could be reached")); // the retry is an hour away
+            awaitLog(List.of("register node c1")); // within SERVER_UP_INTERVAL all the same
         } finally {
             slow.stop();
         }

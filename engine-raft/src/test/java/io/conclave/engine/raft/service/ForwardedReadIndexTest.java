@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * {@link ForwardedReadIndex} alone, under concurrent reads from several threads, answers completed on another thread
  * after a random delay, some failed (the first among them, so that failures happen however few requests the batching
- * leaves), and the known leader moving between two servers: every read completes; it is answered, or failed, by a
+ * leaves), and the known leader moving between two servers (as the first request is answered, then at every 50th, so
+ * that it moves however few requests the batching leaves): every read completes; it is answered, or failed, by a
  * request sent after it arrived (the fake leader answers each request with its sending number, or fails it with that
  * number); no two requests are ever in flight to the same leader; and far fewer requests are sent than reads.
  */
@@ -41,6 +42,8 @@ class ForwardedReadIndexTest {
         Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
         AtomicInteger mostInFlight = new AtomicInteger();
         AtomicReference<String> knownLeader = new AtomicReference<>("l1");
+        AtomicInteger leaderMoves = new AtomicInteger();
+        AtomicLong sentAfterAMove = new AtomicLong();
         LeaderForwarder forwarder = new LeaderForwarder() {
             @Override
             public Future<RaftNode.Applied> forward(String leaderId, byte[] command) {
@@ -50,18 +53,24 @@ class ForwardedReadIndexTest {
             @Override
             public Future<Long> readIndex(String leaderId) {
                 long number = sent.incrementAndGet(); // the answer: which request this was, in sending order
+                if (leaderMoves.get() > 0) {
+                    sentAfterAMove.incrementAndGet();
+                }
                 AtomicInteger toLeader = inFlight.computeIfAbsent(leaderId, id -> new AtomicInteger());
                 mostInFlight.accumulateAndGet(toLeader.incrementAndGet(), Math::max);
                 Promise<Long> answer = Promise.promise();
                 leaderSide.schedule(() -> {
                     toLeader.decrementAndGet();
+                    // the first request, then every 50th: the leader moves whatever the batches' sizes, and before the
+                    // answer arrives, so that the batch waiting behind it (or the next read) is sent to the new leader
+                    if (number % 50 == 1) {
+                        knownLeader.set(knownLeader.get().equals("l1") ? "l2" : "l1");
+                        leaderMoves.incrementAndGet();
+                    }
                     if (number % 7 == 1) { // the first request among them: failures whatever the batches' sizes
                         answer.fail(new RequestLost(number));
                     } else {
                         answer.complete(number);
-                    }
-                    if (number % 50 == 0) { // now and then, another leader
-                        knownLeader.set(knownLeader.get().equals("l1") ? "l2" : "l1");
                     }
                 }, ThreadLocalRandom.current().nextInt(200, 2_000), TimeUnit.MICROSECONDS);
                 return answer.future();
@@ -108,6 +117,8 @@ class ForwardedReadIndexTest {
         assertEquals(1, mostInFlight.get(), "requests in flight to one leader at once, at most");
         assertTrue(sent.get() < THREADS * READS_PER_THREAD / 4, sent.get() + " requests for " + THREADS * READS_PER_THREAD + " reads");
         assertTrue(failed.get() > 0, "the failed requests failed their reads (the first request always fails)");
+        assertTrue(sentAfterAMove.get() > 0, "requests were sent after the known leader moved (" + leaderMoves.get() + " moves, "
+                + sent.get() + " requests)");
     }
 
     /** The failure of request {@code number}, as the fake leader's side reports it. */
