@@ -66,6 +66,33 @@ class SharedRepliesTest {
     }
 
     @Test
+    void replies_added_after_the_answer_while_their_loop_is_busy_join_the_task_already_handed_over() throws Exception {
+        int replies = 100;
+        Context loop = vertx.getOrCreateContext();
+        Promise<String> answer = Promise.promise();
+        answer.complete("the answer");
+        SharedReplies<String> shared = new SharedReplies<>(answer.future());
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        loop.runOnContext(v -> { // the loop writing other answers meanwhile
+            busy.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(busy.await(30, TimeUnit.SECONDS));
+        CountDownLatch all = new CountDownLatch(replies);
+        for (int i = 0; i < replies; i++) {
+            shared.add(loop, built -> all.countDown());
+        }
+        release.countDown();
+        assertTrue(all.await(30, TimeUnit.SECONDS), "replies never run: " + all.getCount());
+        assertEquals(1, shared.handedOver(), "tasks handed to the busy event loop for " + replies + " replies");
+    }
+
+    @Test
     void replies_on_two_event_loops_are_handed_one_task_each_and_each_runs_on_its_own() throws Exception {
         Context first = vertx.getOrCreateContext();
         Context second = vertx.getOrCreateContext();
