@@ -564,14 +564,12 @@ public final class CatalogHttpApi {
             sharedAnswers.keySet().removeIf(other -> !other.equals(key));
         }
         vertx.executeBlocking(() -> {
-            try {
-                encoded.complete(encode(woken, answer, options, acl, pretty)); // on this worker: its batches handed over from here
-            } catch (RuntimeException e) {
-                sharedAnswers.remove(key, mine);
-                encoded.fail(e);
-            }
+            encoded.complete(encode(woken, answer, options, acl, pretty)); // on this worker: its batches handed over from here
             return null;
-        }, false);
+        }, false).onFailure(failure -> { // the build threw: not kept, and every reply waiting for it answered with the failure
+            sharedAnswers.remove(key, mine);
+            encoded.tryFail(failure);
+        });
         return mine.replies();
     }
 
