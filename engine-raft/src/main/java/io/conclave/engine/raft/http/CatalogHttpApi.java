@@ -457,18 +457,19 @@ public final class CatalogHttpApi {
             // forwarded stream
             http.whenDone(request, watch::cancel);
             // the watch's future has no context: this runs where the watch completes (the watch thread), with no event
-            // loop in between, and hands the answer to the request's own event loop once encoded
+            // loop in between; a woken query's reply joins its event loop's batch of the shared answer's replies
             watch.woken().onComplete(woken -> {
-                Future<Encoded> built;
                 try {
                     Authorizer acl = http.authorizerNow(request);
-                    built = woken.result() != null
-                            ? answerWoken(woken.result(), new SharedKey(sameAnswer, acl), answer, options, acl, reply.pretty())
-                            : catalog.readHere().compose(state -> encodeOnWorker(state, answer, options, acl, reply.pretty()));
+                    if (woken.result() != null) {
+                        answerWoken(woken.result(), new SharedKey(sameAnswer, acl), answer, options, acl, reply.pretty())
+                                .add(reply.context(), reply::write);
+                    } else {
+                        catalog.readHere().compose(state -> encodeOnWorker(state, answer, options, acl, reply.pretty())).onComplete(reply::send);
+                    }
                 } catch (RuntimeException e) {
-                    built = Future.failedFuture(e);
+                    reply.send(Future.failedFuture(e));
                 }
-                built.onComplete(reply::send);
             });
         });
     }
@@ -476,27 +477,31 @@ public final class CatalogHttpApi {
     /** Where and how one read is answered: on its own event loop ({@code context}), once its answer is built. */
     private record Reply(HttpServerRequest request, Context context, boolean pretty, String effectiveConsistency) {
 
+        /** Hands the answer to the request's event loop, where it is written. */
         void send(AsyncResult<Encoded> built) {
-            context.runOnContext(v -> {
-                if (built.failed()) {
-                    Requests.fail(request, built.cause());
-                    return;
-                }
-                HttpServerResponse response = request.response();
-                if (response.ended() || response.closed()) {
-                    return;
-                }
-                Encoded encoded = built.result();
-                if (encoded.filtered()) {
-                    response.putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
-                }
-                encoded.queryMeta().forEach(response::putHeader);
-                response.putHeader("X-Consul-Effective-Consistency", effectiveConsistency)
-                        .putHeader("X-Consul-Index", Long.toString(encoded.index()))
-                        .putHeader("Content-Type", "application/json")
-                        .setStatusCode(200)
-                        .end(encoded.body());
-            });
+            context.runOnContext(v -> write(built));
+        }
+
+        /** On the request's event loop: writes the answer (or the failure). */
+        void write(AsyncResult<Encoded> built) {
+            if (built.failed()) {
+                Requests.fail(request, built.cause());
+                return;
+            }
+            HttpServerResponse response = request.response();
+            if (response.ended() || response.closed()) {
+                return;
+            }
+            Encoded encoded = built.result();
+            if (encoded.filtered()) {
+                response.putHeader("X-Consul-Results-Filtered-By-ACLs", "true");
+            }
+            encoded.queryMeta().forEach(response::putHeader);
+            response.putHeader("X-Consul-Effective-Consistency", effectiveConsistency)
+                    .putHeader("X-Consul-Index", Long.toString(encoded.index()))
+                    .putHeader("Content-Type", "application/json")
+                    .setStatusCode(200)
+                    .end(encoded.body());
         }
     }
 
@@ -526,8 +531,11 @@ public final class CatalogHttpApi {
         }
     }
 
-    /** The catalog some queries were woken with (by identity: one point in time) and their answer, being built or done. */
-    private record SharedAnswer(Catalog woken, Future<Encoded> encoded) {
+    /**
+     * The catalog some queries were woken with (by identity: one point in time) and their replies, waiting for the answer
+     * built from it or handed to their event loops in batches.
+     */
+    private record SharedAnswer(Catalog woken, SharedReplies<Encoded> replies) {
     }
 
     /** Answers encoded since start (a woken answer shared by N queries counts once). */
@@ -536,31 +544,33 @@ public final class CatalogHttpApi {
     }
 
     /**
-     * A woken query's answer: the one already built (or being built) for the same {@code key} from the same catalog,
-     * else built here and offered to the others. An entry is replaced when its query is woken again by a later
-     * catalog; a failed build is not kept.
+     * A woken query's shared answer: the one already built (or being built) for the same {@code key} from the same
+     * catalog, else built here, on a worker, and offered to the others. An entry is replaced when its query is woken
+     * again by a later catalog; a failed build is not kept. The answer completes on the worker that built it, which
+     * hands it to each event loop's waiting replies in one task (no event loop in between).
      */
-    private Future<Encoded> answerWoken(Catalog woken, SharedKey key, Answer answer, Options options, Authorizer acl, boolean pretty) {
+    private SharedReplies<Encoded> answerWoken(Catalog woken, SharedKey key, Answer answer, Options options, Authorizer acl, boolean pretty) {
         SharedAnswer existing = sharedAnswers.get(key);
         if (existing != null && existing.woken() == woken) {
-            return existing.encoded();
+            return existing.replies();
         }
         Promise<Encoded> encoded = Promise.promise();
-        SharedAnswer mine = new SharedAnswer(woken, encoded.future());
+        SharedAnswer mine = new SharedAnswer(woken, new SharedReplies<>(encoded.future()));
         SharedAnswer kept = sharedAnswers.compute(key, (ignored, current) -> current != null && current.woken() == woken ? current : mine);
         if (kept != mine) {
-            return kept.encoded();
+            return kept.replies();
         }
         if (sharedAnswers.size() > MAX_SHARED_ANSWERS) {
             sharedAnswers.keySet().removeIf(other -> !other.equals(key));
         }
-        encodeOnWorker(woken, answer, options, acl, pretty).onComplete(result -> {
-            if (result.failed()) {
-                sharedAnswers.remove(key, mine);
-            }
-            encoded.handle(result); // no context: its readers' listeners run here, each handing the answer to its event loop
+        vertx.executeBlocking(() -> {
+            encoded.complete(encode(woken, answer, options, acl, pretty)); // on this worker: its batches handed over from here
+            return null;
+        }, false).onFailure(failure -> { // the build threw: not kept, and every reply waiting for it answered with the failure
+            sharedAnswers.remove(key, mine);
+            encoded.tryFail(failure);
         });
-        return encoded.future();
+        return mine.replies();
     }
 
     /**

@@ -1,6 +1,8 @@
 package io.conclave.engine.raft.acl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import io.conclave.engine.raft.kv.KvEntry;
 import io.vertx.core.json.JsonArray;
@@ -62,5 +64,38 @@ class AclStoreDecisionsTest {
             running.set(false);
             lookups.join();
         }
+    }
+
+    /**
+     * What the catalog's shared woken answers rely on (CatalogHttpApi.SharedKey: the query and the token's
+     * {@link Authorizer}, by identity): one object per token while the ACLs stay as they are, and a new one after any
+     * change to a policy or a token, even one that leaves this token's rights as they were, so that an answer built
+     * under rights since changed is never shared.
+     */
+    @Test
+    void a_token_keeps_one_authorizer_object_while_the_acls_stay_and_gets_a_new_one_after_any_change() {
+        AclStore store = new AclStore(false, Optional.empty(), Optional.empty(), "n1");
+        policy(store, "read");
+        entry(store, AclStore.TOKEN_PREFIX + ACCESSOR, new JsonObject().put("AccessorID", ACCESSOR).put("SecretHash", AclStore.hash(SECRET))
+                .put("Description", "").put("Policies", new JsonArray().add(POLICY_ID)).put("CreateTime", ""));
+        Authorizer first = store.resolve(SECRET).orElseThrow();
+        assertSame(first, store.resolve(SECRET).orElseThrow(), "the same ACLs: the same decision");
+        Authorizer anonymous = store.resolve(null).orElseThrow();
+        assertSame(anonymous, store.resolve("anonymous").orElseThrow());
+
+        policy(store, "read"); // rewritten with the same rules
+        Authorizer afterSameRules = store.resolve(SECRET).orElseThrow();
+        assertNotSame(first, afterSameRules, "a policy written again: a new decision");
+        assertNotSame(anonymous, store.resolve(null).orElseThrow(), "the anonymous token's too");
+
+        entry(store, AclStore.TOKEN_PREFIX + "6a1b2c3d-0000-4000-8000-000000000004", new JsonObject()
+                .put("AccessorID", "6a1b2c3d-0000-4000-8000-000000000004").put("SecretHash", AclStore.hash("another secret"))
+                .put("Description", "").put("Policies", new JsonArray()).put("CreateTime", ""));
+        assertNotSame(afterSameRules, store.resolve(SECRET).orElseThrow(), "another token created: a new decision");
+
+        policy(store, "deny");
+        Authorizer narrowed = store.resolve(SECRET).orElseThrow();
+        assertEquals(false, narrowed.keyRead("any/key"));
+        assertSame(narrowed, store.resolve(SECRET).orElseThrow());
     }
 }
