@@ -3,7 +3,10 @@
 # agents, each cluster on loopback, one cluster running at a time, the same wrk load sent to the leader of each.
 #
 #   writes: 100-byte values, keys cycling over 10,000 names (wrk/conclave-put.lua, wrk/etcd-put.lua), at each count of
-#           connections of -c (1 16 64 256);
+#           connections of -c (1 16 64 256); then the same writes again from RawLatency.java, a closed-loop client that
+#           reports what its connections waited, uncorrected ("raw"): wrk 4.1 corrects its latency histogram for
+#           coordinated omission (it adds samples as if requests had kept coming at the mean rate during a stall), which
+#           weighs the same stall more for the faster server; both p99s are shown (RawLatency.java says more);
 #   reads:  10,000 keys of 100 bytes loaded once per cluster (wrk/*-load.lua), then read at -C connections (64) in two
 #           modes (wrk/conclave-get.lua, wrk/etcd-range.lua): Conclave's default consistency against etcd's
 #           linearizable reads (both a ReadIndex round with the leader), and Conclave's ?stale against etcd's
@@ -22,7 +25,8 @@
 # is appended, so that short smoke runs (-r 1 -w 2 -d 2) leave the history alone.
 #
 # Environment: JAVA_OPTS and EXTRA_JAVA_OPTS are passed to the Conclave agents; CONCLAVE_DIST is the distribution
-# folder to run (default: this checkout's distribution/target); JFR_DIR, when set, makes the script record every
+# folder to run (default: this checkout's distribution/target); BENCH_TMP the folder under which both systems' data
+# directories are made (default /tmp: set it to a tmpfs to take the disk's syncs out of a comparison); JFR_DIR, when set, makes the script record every
 # measured Conclave load on every server with JFR (jcmd JFR.start right before the load, JFR.stop right after it, the
 # settings of JFR_SETTINGS, default "profile"), one file per load and server:
 # $JFR_DIR/r<round>-conclave-<w|rc|rs><connections>-c<server>-<leader|follower>.jfr.
@@ -68,7 +72,7 @@ commit=$(git -C "$dist" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -z "$(git -C "$dist" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+"
 out="$here/results/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
-work=$(mktemp -d /tmp/conclave-bench-XXXX)
+work=$(mktemp -d "${BENCH_TMP:-/tmp}/conclave-bench-XXXX")
 pids=()
 . "$here/lib.sh"
 trap 'stop_all; rm -rf "$work"' EXIT
@@ -239,12 +243,30 @@ PYTHON
   done
 }
 
+# run_raw system leader conns seconds label -> the same figures as run_wrk, from RawLatency.java (writes; 2 s of
+# unrecorded warm-up for the client's own JIT first).
+run_raw() {
+  local system=$1 leader=$2 c=$3 seconds=$4 label=$5
+  local report="$out/$label.txt" before after
+  before=$("${system}_committed" "$leader")
+  java "$here/RawLatency.java" "$system" "$leader" "$c" 2 "$seconds" > "$report" 2> "$out/$label.err" ||
+    { echo "round $round $system raw c=$c: the client failed: $(cat "$out/$label.err")" >&2; exit 1; }
+  after=$("${system}_committed" "$leader")
+  local rate p50 p99 p999 max errors answered busy
+  read -r rate p50 p99 p999 max errors answered busy < "$report"
+  echo "$rate ${p50}ms ${p99}ms $errors $((after - before)) $answered"
+}
+
 # measure system leader load conns: one measured load, a line of the summary.
 measure() {
   local system=$1 leader=$2 load=$3 c=$4 label="r$round-$1-$3$4"
   jfr_start "$system" "$leader" "$label"
   server_metrics "$label" before
-  read -r rate p50 p99 errors committed answered < <(run_wrk "$system" "$leader" "$load" "$c" "$duration" "$label")
+  if [ "$load" = wr ]; then
+    read -r rate p50 p99 errors committed answered < <(run_raw "$system" "$leader" "$c" "$duration" "$label")
+  else
+    read -r rate p50 p99 errors committed answered < <(run_wrk "$system" "$leader" "$load" "$c" "$duration" "$label")
+  fi
   server_metrics "$label" after
   server_stages "$label" "$leader"
   jfr_stop "$system" "$leader" "$label"
@@ -271,6 +293,7 @@ for round in $(seq 1 "$rounds"); do
     run_wrk "$system" "$leader" w 64 "$warmup" "r$round-$system-warmup" > /dev/null
     if [ "$mode" != reads ]; then
       for c in $conns; do measure "$system" "$leader" w "$c"; done
+      for c in $conns; do measure "$system" "$leader" wr "$c"; done
     fi
     if [ "$mode" != writes ]; then
       load_keys "$system" "$leader"
@@ -300,6 +323,7 @@ read -r _ _ load_low load_high < "$out/load-average.tsv"
 describe() { # load conns
   case $1 in
     w) echo "writes, $2 connection$([ "$2" = 1 ] || echo s)" ;;
+    wr) echo "  the same, the connections' own waits (raw p99)" ;;
     rc) echo "reads, $2 connections, default consistency / linearizable" ;;
     rs) echo "reads, $2 connections, stale / serializable" ;;
   esac
@@ -308,7 +332,7 @@ figure() { # system load conns -> "rate p99 errors" or "- - -"
   awk -F'\t' -v s="$1" -v l="$2" -v c="$3" '$1 == s && $2 == l && $3 == c {print $4, $5, $6; found = 1} END {if (!found) print "- - -"}' "$medians"
 }
 loads=()
-if [ "$mode" != reads ]; then for c in $conns; do loads+=("w:$c"); done; fi
+if [ "$mode" != reads ]; then for c in $conns; do loads+=("w:$c" "wr:$c"); done; fi
 if [ "$mode" != writes ]; then loads+=("rc:$read_conns" "rs:$read_conns"); fi
 echo
 echo "medians over $rounds round(s) of ${duration}s (requests/s, p99 ms); load average $load_low to $load_high (1 min, at the end of each measured load); wrk reports in $out"
@@ -321,12 +345,20 @@ for entry in "${loads[@]}"; do
   ratio=-
   [ "$crate" != - ] && [ "$erate" != - ] && ratio=$(awk -v a="$crate" -v b="$erate" 'BEGIN {printf "%.2fx", a / b}')
   printf "%-56s %12s %9s %12s %9s %7s\n" "$(describe "$load" "$c")" "$crate" "$cp99" "$erate" "$ep99" "$ratio"
+  [ "$load" != wr ] || continue # its p99 goes into the history cell of the wrk line above
   [ "$cerr" = - ] || [ "$cerr" = 0 ] || echo "  Conclave: $cerr errors (non-2xx or socket) over the rounds"
   [ "$eerr" = - ] || [ "$eerr" = 0 ] || echo "  etcd: $eerr errors (non-2xx or socket) over the rounds"
   if [ "$ratio" != - ]; then
     errors_note=""
     [ "$cerr" = 0 ] && [ "$eerr" = 0 ] || errors_note=" ($cerr / $eerr errors)"
-    cells+=("$(printf "%.0f (%s) / %.0f (%s) = %s%s" "$crate" "$cp99" "$erate" "$ep99" "$ratio" "$errors_note")")
+    cp99_cell=$cp99 ep99_cell=$ep99
+    if [ "$load" = w ]; then # the raw client's p99 beside wrk's
+      read -r _ craw _ < <(figure conclave wr "$c")
+      read -r _ eraw _ < <(figure etcd wr "$c")
+      [ "$craw" = - ] || cp99_cell="$cp99; raw $craw"
+      [ "$eraw" = - ] || ep99_cell="$ep99; raw $eraw"
+    fi
+    cells+=("$(printf "%.0f (%s) / %.0f (%s) = %s%s" "$crate" "$cp99_cell" "$erate" "$ep99_cell" "$ratio" "$errors_note")")
   fi
 done
 
@@ -339,6 +371,7 @@ headers="| date (UTC) | commit | rounds | load average |"
 rule="|---|---|---|---|"
 for entry in "${loads[@]}"; do
   load=${entry%%:*} c=${entry##*:}
+  [ "$load" != wr ] || continue
   case $load in w) headers="$headers writes, $c conn. |" ;; rc) headers="$headers reads $c, consistent / linearizable |" ;; rs) headers="$headers reads $c, stale / serializable |" ;; esac
   rule="$rule---|"
 done
@@ -359,7 +392,9 @@ checkout had uncommitted changes); rounds × seconds per load and the warm-up; t
 average at the end of the measured loads (this is a shared two-core machine: figures of runs at different loads
 compare poorly); then for each load \`Conclave requests/s (p99 ms) / etcd requests/s (p99 ms) = ratio of the
 rates\`, each figure the median over the rounds (the p99 median taken on its own), and the errors (non-2xx answers or
-socket errors, Conclave / etcd) when there were any.
+socket errors, Conclave / etcd) when there were any. A write's p99 is wrk's (corrected by wrk for coordinated
+omission), then, from lines of 2026-12-06 21:00 on, "raw": the p99 of the same writes sent again by
+\`bench/RawLatency.java\`, a closed-loop client that reports what its connections waited.
 
 $headers
 $rule
