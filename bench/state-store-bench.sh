@@ -45,18 +45,12 @@ stop_one() { # name signal
   while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
   rm -f "$work/pid-$1"
 }
-stop_all() {
+stop_servers() { # every server this script started (its own pid files, not lib.sh's pids: see stop_one)
   for file in "$work"/pid-*; do [ -e "$file" ] && stop_one "${file##*/pid-}" TERM; done
   return 0
 }
-trap 'stop_all; rm -rf "$work"' EXIT
-wait_for() { # seconds, command...
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { echo "timed out waiting for: $*" >&2; return 1; }
-    sleep 0.2
-  done
-}
+. "$here/lib.sh" # wait_for
+trap 'stop_servers; rm -rf "$work"' EXIT
 millis() { date +%s%3N; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 rec() { echo -e "$1" >> "$out/raw.tsv"; echo -e "$1"; } # size system run metric value
@@ -70,7 +64,7 @@ conclave_config() { # i store
  "ports": {"http": 2450$1, "server": 2430$1, "serf_lan": 2460$1, "dns": -1}}
 JSON
 }
-conclave_start() { # i store label
+start_store_server() { # i store label
   local heap=256m
   if [ "$2" = heap ]; then heap=${HEAP_STORE_XMX:-$([ "$size" -ge 1024 ] && echo 6g || echo 512m)}; fi
   JAVA_OPTS="-Xmx$heap -Xlog:gc:file=$out/gc-$3-c$1.log ${EXTRA_JAVA_OPTS:-}" "$dist/bin/conclave" agent -config-file "$work/c$1.json" \
@@ -169,7 +163,7 @@ restart_run() { # system leader follower how(stop|kill) -> millis until it holds
   if [ "$4" = kill ]; then stop_one "$name" KILL; else stop_one "$name" TERM; fi
   local target; target=$("${kind}_commit" "$2")
   local started; started=$(millis)
-  if [ "$kind" = etcd ]; then etcd_start "$3" existing "$ETCD3" "$label-restart"; else conclave_start "$3" "$1" "$label-restart-$4"; fi
+  if [ "$kind" = etcd ]; then etcd_start "$3" existing "$ETCD3" "$label-restart"; else start_store_server "$3" "$1" "$label-restart-$4"; fi
   wait_for 1800 "${kind}_caught_up" "$3" "$target"
   echo $(( $(millis) - started ))
 }
@@ -187,7 +181,7 @@ catch_up_run() { # system leader run -> millis for a new server to hold the lead
   else
     rm -rf "$work/conclave/c3"; conclave_config 3 "$1"
     started=$(millis)
-    conclave_start 3 "$1" "$label-new-$3"
+    start_store_server 3 "$1" "$label-new-$3"
   fi
   wait_for 1800 "${kind}_caught_up" 3 "$target"
   local took=$(( $(millis) - started ))
@@ -234,7 +228,7 @@ for size in $sizes; do
     label="$system-$size"
     rm -rf "$work/etcd" "$work/conclave"
     if [ "$kind" = etcd ]; then for i in 0 1 2; do etcd_start $i new "$ETCD3" "$label"; done
-    else for i in 0 1 2; do conclave_config $i "$system"; conclave_start $i "$system" "$label"; done; fi
+    else for i in 0 1 2; do conclave_config $i "$system"; start_store_server $i "$system" "$label"; done; fi
     wait_for 120 "${kind}_leader"
     leader=$("${kind}_leader")
     echo "$label: leader $leader; loading $keys keys of 1 KB" >&2
@@ -262,7 +256,7 @@ for size in $sizes; do
     read -r maxpause total < <(gc_figures "$label" "$kind")
     rec "$size\t$system\tall\tgc_max_pause_ms\t$maxpause"; rec "$size\t$system\tall\tgc_total_ms\t$total"
     rec "$size\t$system\tall\theap_used_mib\t$(heap_used_mib "$label" "$kind")"
-    stop_all
+    stop_servers
   done
 done
 
