@@ -51,10 +51,14 @@ public final class RawLatency {
         long begin = System.nanoTime();
         long measureFrom = begin + warmupNanos;
         long measureUntil = measureFrom + measureNanos;
+        byte[][] requests = new byte[KEYS][];
+        for (int key = 0; key < KEYS; key++) { // built once: a connection's time goes to sending, not to building
+            requests[key] = request(etcd, host, String.format("bench/%05d", key), value(etcd, valueBytes));
+        }
         Connection[] all = new Connection[connections];
         Thread[] threads = new Thread[connections];
         for (int i = 0; i < connections; i++) {
-            all[i] = new Connection(etcd, host, port, valueBytes, measureFrom, measureUntil);
+            all[i] = new Connection(host, port, requests, measureFrom, measureUntil);
             threads[i] = new Thread(all[i], "load-" + i);
             threads[i].start();
         }
@@ -101,12 +105,37 @@ public final class RawLatency {
         return sorted[Math.max(0, Math.min(sorted.length - 1, index))] / 1e6;
     }
 
+    private static byte[] value(boolean etcd, int valueBytes) {
+        byte[] raw = new byte[valueBytes];
+        Arrays.fill(raw, (byte) 'v');
+        return etcd ? Base64.getEncoder().encode(raw) : raw;
+    }
+
+    /** A write of {@code value} to {@code key}: Conclave's KV PUT, or etcd's JSON gateway put (key and value base64). */
+    private static byte[] request(boolean etcd, String host, String key, byte[] value) {
+        byte[] body;
+        String head;
+        if (etcd) {
+            String encodedKey = Base64.getEncoder().encodeToString(key.getBytes(StandardCharsets.US_ASCII));
+            body = ("{\"key\":\"" + encodedKey + "\",\"value\":\"" + new String(value, StandardCharsets.US_ASCII) + "\"}")
+                    .getBytes(StandardCharsets.US_ASCII);
+            head = "POST /v3/kv/put HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: "
+                    + body.length + "\r\n\r\n";
+        } else {
+            body = value;
+            head = "PUT /v1/kv/" + key + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: " + body.length + "\r\n\r\n";
+        }
+        byte[] headBytes = head.getBytes(StandardCharsets.US_ASCII);
+        byte[] request = Arrays.copyOf(headBytes, headBytes.length + body.length);
+        System.arraycopy(body, 0, request, headBytes.length, body.length);
+        return request;
+    }
+
     /** One keep-alive connection sending writes one after the other. */
     private static final class Connection implements Runnable {
-        private final boolean etcd;
         private final String host;
         private final int port;
-        private final byte[] value;
+        private final byte[][] requests;
         private final long measureFrom;
         private final long measureUntil;
         long[] samples;
@@ -114,13 +143,10 @@ public final class RawLatency {
         long errors;
         Exception failure;
 
-        Connection(boolean etcd, String host, int port, int valueBytes, long measureFrom, long measureUntil) {
-            this.etcd = etcd;
+        Connection(String host, int port, byte[][] requests, long measureFrom, long measureUntil) {
             this.host = host;
             this.port = port;
-            byte[] raw = new byte[valueBytes];
-            Arrays.fill(raw, (byte) 'v');
-            this.value = etcd ? Base64.getEncoder().encode(raw) : raw;
+            this.requests = requests;
             this.measureFrom = measureFrom;
             this.measureUntil = measureUntil;
             this.samples = new long[FIRST_SAMPLES];
@@ -134,7 +160,7 @@ public final class RawLatency {
                 InputStream input = new BufferedInputStream(socket.getInputStream(), 8192);
                 int key = ThreadLocalRandom.current().nextInt(KEYS);
                 while (true) {
-                    byte[] request = request(String.format("bench/%05d", key));
+                    byte[] request = requests[key];
                     key = (key + 1) % KEYS;
                     long started = System.nanoTime();
                     if (started >= measureUntil) {
@@ -157,25 +183,6 @@ public final class RawLatency {
             } catch (Exception e) {
                 failure = e;
             }
-        }
-
-        private byte[] request(String key) {
-            byte[] body;
-            String head;
-            if (etcd) {
-                String encodedKey = Base64.getEncoder().encodeToString(key.getBytes(StandardCharsets.US_ASCII));
-                body = ("{\"key\":\"" + encodedKey + "\",\"value\":\"" + new String(value, StandardCharsets.US_ASCII) + "\"}")
-                        .getBytes(StandardCharsets.US_ASCII);
-                head = "POST /v3/kv/put HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: "
-                        + body.length + "\r\n\r\n";
-            } else {
-                body = value;
-                head = "PUT /v1/kv/" + key + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: " + body.length + "\r\n\r\n";
-            }
-            byte[] headBytes = head.getBytes(StandardCharsets.US_ASCII);
-            byte[] request = Arrays.copyOf(headBytes, headBytes.length + body.length);
-            System.arraycopy(body, 0, request, headBytes.length, body.length);
-            return request;
         }
     }
 

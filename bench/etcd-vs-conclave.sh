@@ -243,13 +243,13 @@ PYTHON
   done
 }
 
-# run_raw system leader conns seconds label -> the same figures as run_wrk, from RawLatency.java (writes; 2 s of
-# unrecorded warm-up for the client's own JIT first).
+# run_raw system leader conns seconds label -> the same figures as run_wrk, from RawLatency.java (writes, right after
+# wrk's at the same count; 5 s of unrecorded warm-up first, for the client's own JIT).
 run_raw() {
   local system=$1 leader=$2 c=$3 seconds=$4 label=$5
   local report="$out/$label.txt" before after
   before=$("${system}_committed" "$leader")
-  java "$here/RawLatency.java" "$system" "$leader" "$c" 2 "$seconds" > "$report" 2> "$out/$label.err" ||
+  java "$here/RawLatency.java" "$system" "$leader" "$c" 5 "$seconds" > "$report" 2> "$out/$label.err" ||
     { echo "round $round $system raw c=$c: the client failed: $(cat "$out/$label.err")" >&2; exit 1; }
   after=$("${system}_committed" "$leader")
   local rate p50 p99 p999 max errors answered busy
@@ -292,8 +292,7 @@ for round in $(seq 1 "$rounds"); do
     echo "round $round: $system leader at $leader; warming up ${warmup}s" >&2
     run_wrk "$system" "$leader" w 64 "$warmup" "r$round-$system-warmup" > /dev/null
     if [ "$mode" != reads ]; then
-      for c in $conns; do measure "$system" "$leader" w "$c"; done
-      for c in $conns; do measure "$system" "$leader" wr "$c"; done
+      for c in $conns; do measure "$system" "$leader" w "$c"; measure "$system" "$leader" wr "$c"; done
     fi
     if [ "$mode" != writes ]; then
       load_keys "$system" "$leader"
