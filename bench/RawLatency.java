@@ -25,7 +25,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>{@code java RawLatency.java conclave|etcd host:port connections warmup-seconds seconds} prints one line:
  * {@code requests_per_s p50_ms p99_ms p999_ms max_ms errors answered busy}, where busy is the sum of the samples over
- * connections x seconds (at most 1 for a closed loop: the check that the samples are real waits). Keys cycle over
+ * connections' time from the window's start to their last answer (at most 1 for a closed loop: the check that the
+ * samples are real waits). Keys cycle over
  * bench/00000..bench/09999 from a random offset per connection, values of VALUE_SIZE bytes (default 100), as
  * wrk/conclave-put.lua and wrk/etcd-put.lua send.
  */
@@ -78,12 +79,14 @@ public final class RawLatency {
         long[] samples = new long[total];
         int at = 0;
         double busyNanos = 0;
+        double spanNanos = 0;
         for (Connection connection : all) {
             System.arraycopy(connection.samples, 0, samples, at, connection.count);
             at += connection.count;
             for (int i = 0; i < connection.count; i++) {
                 busyNanos += connection.samples[i];
             }
+            spanNanos += Math.max(0, connection.lastAnswered - measureFrom);
         }
         if (total == 0) {
             System.err.println("no answer within the measured time");
@@ -91,7 +94,9 @@ public final class RawLatency {
         }
         Arrays.sort(samples);
         double seconds = measureNanos / 1e9;
-        double busy = busyNanos / (connections * (double) measureNanos);
+        // a connection's samples, one after the other, fit between the window's start and its last answer (which may
+        // come after the window's end: a request sent inside it is waited for)
+        double busy = spanNanos == 0 ? 0 : busyNanos / spanNanos;
         System.out.printf("%.2f %.3f %.3f %.3f %.3f %d %d %.3f%n", total / seconds, percentile(samples, 0.50),
                 percentile(samples, 0.99), percentile(samples, 0.999), samples[total - 1] / 1e6, errors, total, busy);
         if (busy > 1.001) {
@@ -141,6 +146,7 @@ public final class RawLatency {
         long[] samples;
         int count;
         long errors;
+        long lastAnswered;
         Exception failure;
 
         Connection(String host, int port, byte[][] requests, long measureFrom, long measureUntil) {
@@ -169,8 +175,10 @@ public final class RawLatency {
                     output.write(request);
                     output.flush();
                     int status = readAnswer(input);
-                    long took = System.nanoTime() - started;
+                    long answered = System.nanoTime();
+                    long took = answered - started;
                     if (started >= measureFrom) {
+                        lastAnswered = answered;
                         if (count == samples.length) {
                             samples = Arrays.copyOf(samples, count * 2);
                         }
