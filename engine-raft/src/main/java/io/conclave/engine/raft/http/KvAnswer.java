@@ -56,6 +56,16 @@ final class KvAnswer {
     /** Releases the view the answer reads (once the client went away; the response's end does it otherwise). */
     private Runnable release = () -> { };
 
+    /**
+     * The encoding buffer's first capacity: a chunk's for a list (it fills one); about the answer's size for one entry
+     * (a one-key read need not allocate 64 KiB); it grows if short.
+     */
+    private int firstCapacity = CHUNK_BYTES + 1024;
+
+    /** The answer's index; or computed by the first chunk's worker task, from {@link #indexOnWorker}. */
+    private long index;
+    private java.util.function.LongSupplier indexOnWorker;
+
     private KvAnswer(Context context, HttpServerRequest request, Iterator<KvEntry> entries, Mode mode, String prefix, String separator) {
         this.context = context;
         this.request = request;
@@ -148,10 +158,10 @@ final class KvAnswer {
             answer.next();
             return;
         }
-        if (prefix && !key.isEmpty()) {
+        if (!key.isEmpty()) {
             answer.indexOnWorker = () -> view.prefixIndex(key);
         } else {
-            answer.index = prefix ? view.prefixIndex(key) : view.keyIndex(key);
+            answer.index = view.prefixIndex(key);
         }
         answer.next();
     }
@@ -196,16 +206,6 @@ final class KvAnswer {
             request.response().setStatusCode(404).end();
         }
     }
-
-    /**
-     * The encoding buffer's first capacity: a chunk's for a list (it fills one); about the answer's size for one entry
-     * (a one-key read need not allocate 64 KiB); it grows if short.
-     */
-    private int firstCapacity = CHUNK_BYTES + 1024;
-
-    /** The answer's index; or computed by the first chunk's worker task, from {@link #indexOnWorker}. */
-    private long index;
-    private java.util.function.LongSupplier indexOnWorker;
 
     /** Encodes the next chunk on a worker, then writes it here; again once the write queue drains. */
     private void next() {
