@@ -18,7 +18,9 @@ import java.util.concurrent.TimeUnit;
  * is a partition; a slow link is a token bucket on both ends of a server's veth ({@link #slow}); a lossy link routes
  * a server's packets through a userspace relay that drops and holds them at random ({@link #lossy}); clients in the hub
  * always reach every server, as Jepsen's do. All is created by {@link #create} and
- * removed by {@link #close}, namespaces left by a killed earlier run first.
+ * removed by {@link #close}, namespaces left by a killed earlier run first. Their names are fixed per prefix, so a
+ * build holds its prefix's {@link NamespaceLock} from before it removes leftovers until it has removed its own: a
+ * second build on the machine waits for it (and says so) instead of removing namespaces under its servers.
  */
 public final class TestHosts implements AutoCloseable {
 
@@ -30,10 +32,14 @@ public final class TestHosts implements AutoCloseable {
     private final String prefix;
     private final Set<String> cuts = new HashSet<>();
 
-    private TestHosts(int servers, int net, String prefix) {
+    /** This build's right to the namespaces of {@link #prefix}, held until {@link #close} removed them. */
+    private final NamespaceLock lock;
+
+    private TestHosts(int servers, int net, String prefix, NamespaceLock lock) {
         this.servers = servers;
         this.net = net;
         this.prefix = prefix;
+        this.lock = lock;
     }
 
     /**
@@ -58,9 +64,11 @@ public final class TestHosts implements AutoCloseable {
 
     /** Hosts whose namespaces are named {@code prefix-hub}, {@code prefix-s1}...: each suite its own prefix. */
     public static TestHosts create(int servers, String prefix) throws IOException {
-        removeLeftovers(prefix);
-        TestHosts hosts = new TestHosts(servers, 1 + (int) (ProcessHandle.current().pid() % 250), prefix);
+        // another build on this machine may be using these names: wait for it, rather than remove its namespaces
+        NamespaceLock lock = NamespaceLock.acquire(NamespaceLock.fileOf(prefix), message -> System.err.println("TestHosts: " + message));
+        TestHosts hosts = new TestHosts(servers, 1 + (int) (ProcessHandle.current().pid() % 250), prefix, lock);
         try {
+            removeLeftovers(prefix);
             String hub = hosts.hub();
             run(List.of("ip", "netns", "add", hub));
             run(List.of("ip", "-n", hub, "link", "set", "lo", "up"));
@@ -307,10 +315,14 @@ public final class TestHosts implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        if (lossy != null) {
-            lossy.destroyForcibly();
+        try {
+            if (lossy != null) {
+                lossy.destroyForcibly();
+            }
+            removeLeftovers(prefix);
+        } finally {
+            lock.close();
         }
-        removeLeftovers(prefix);
     }
 
     /** Deletes every namespace named {@code prefix-...} (a run killed before its clean-up leaves them): their veths go with them. */

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.FreshPorts;
 import io.conclave.testsupport.AgentHttp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.ServerSocket;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -39,14 +39,9 @@ class ReadYourWritesTest {
 
     @BeforeAll
     static void start() throws Exception {
-        List<Integer> raftPorts = List.of(freePort(), freePort(), freePort());
-        String servers = new JsonArray(raftPorts.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
-        for (int i = 0; i < 3; i++) {
-            agents.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \"" + work.resolve("data" + i)
-                    + "\", \"bootstrap_expect\": 3, \"static_servers\": " + servers + ", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": "
-                    + raftPorts.get(i) + ", \"serf_lan\": 0}, \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
-                    + " \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}}", false, "test"), null));
-        }
+        // the Raft ports are found free before any server starts (each lists every server's): a start that fails on a
+        // port taken meanwhile is stopped and tried again on fresh ports, in fresh data directories
+        agents.addAll(FreshPorts.start("three servers", 3, ReadYourWritesTest::startServers));
         Await.until("every server knows the leader and takes a write", () -> {
             try {
                 for (Agent agent : agents) {
@@ -66,9 +61,22 @@ class ReadYourWritesTest {
         agents.forEach(Agent::stop);
     }
 
-    static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
+    /** The three servers on {@code raftPorts}; on a failure to start, those started are stopped. */
+    static List<Agent> startServers(List<Integer> raftPorts, int attempt) {
+        String servers = new JsonArray(raftPorts.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
+        List<Agent> started = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                started.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\","
+                        + " \"data_dir\": \"" + work.resolve("data" + i + (attempt == 1 ? "" : "-start-" + attempt)) + "\", \"bootstrap_expect\": 3,"
+                        + " \"static_servers\": " + servers + ", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": " + raftPorts.get(i)
+                        + ", \"serf_lan\": 0}, \"acl\": {\"enabled\": true, \"default_policy\": \"deny\","
+                        + " \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}}", false, "test"), null));
+            }
+            return started;
+        } catch (RuntimeException | Error e) {
+            started.forEach(Agent::stop);
+            throw e;
         }
     }
 

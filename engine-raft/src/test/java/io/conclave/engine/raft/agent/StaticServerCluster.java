@@ -2,8 +2,8 @@ package io.conclave.engine.raft.agent;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.FreshPorts;
 import io.conclave.testsupport.AgentHttp;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,32 +26,33 @@ final class StaticServerCluster implements AutoCloseable {
 
     /**
      * Starts the three servers; {@code extraJson} is more top-level configuration for each (ending with a comma, or
-     * empty). On a failure to start, those started are stopped.
+     * empty). Their Raft ports are found free before any starts (each lists every server's): a start that fails on a
+     * port taken meanwhile is stopped and tried again on fresh ports, in fresh data directories ({@link FreshPorts}).
+     * On a failure to start, those started are stopped.
      */
     static StaticServerCluster start(Path work, String extraJson) throws Exception {
-        StaticServerCluster cluster = new StaticServerCluster(List.of(freePort(), freePort(), freePort()));
+        return FreshPorts.start("three static servers", 3, (ports, attempt) -> start(work, extraJson, ports, attempt));
+    }
+
+    private static StaticServerCluster start(Path work, String extraJson, List<Integer> raftPorts, int attempt) {
+        StaticServerCluster cluster = new StaticServerCluster(raftPorts);
         StringBuilder servers = new StringBuilder();
         for (int port : cluster.raftPorts) {
             servers.append(servers.length() == 0 ? "" : ", ").append("\"127.0.0.1:").append(port).append('"');
         }
+        Path dataDirs = attempt == 1 ? work : work.resolve("start-" + attempt); // nothing of a failed start is reused
         try {
             for (int i = 0; i < cluster.raftPorts.size(); i++) {
-                String json = "{\"server\": true, \"data_dir\": \"" + work.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\","
+                String json = "{\"server\": true, \"data_dir\": \"" + dataDirs.resolve("s" + i) + "\", \"node_name\": \"s" + i + "\","
                         + " \"bootstrap_expect\": 3, \"leave_drain_time\": \"100ms\", \"static_servers\": [" + servers + "], " + extraJson
                         + " \"ports\": {\"dns\": -1, \"http\": 0, \"server\": " + cluster.raftPorts.get(i) + "}}";
                 cluster.agents.add(Agent.start(ConfigLoader.parse(json, false, "test"), null));
             }
-        } catch (Exception | Error e) {
+        } catch (RuntimeException | Error e) {
             cluster.close();
             throw e;
         }
         return cluster;
-    }
-
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
     }
 
     /** The leader's Raft address as {@code agent} answers {@code /v1/status/leader}; empty when none or no answer. */

@@ -31,7 +31,6 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -98,8 +97,45 @@ class CatalogReconcilerClusterTest {
                 MemberTags.DATACENTER, "dc1", MemberTags.VERSION, "test"), status);
     }
 
-    @BeforeEach
-    void start() throws Exception {
+    /** The election timeout (ticks) of a server that never campaigns within a test: 100,000 ticks of 20 ms, half an hour. */
+    private static final int NEVER_TICKS = 100_000;
+
+    /**
+     * A write's attempt may go unanswered this long before it is reported outcome-unknown: the test's own deadline, not
+     * the agent's 2 s (an election timeout's bound), for a write not answered within 2 s on a loaded machine was
+     * reported unknown to the reconcile though it committed, went uncounted, and its retry found it written.
+     */
+    private static final Duration ATTEMPT_TIMEOUT = Await.DEADLINE;
+
+    /** Who may campaign, chosen by each test. */
+    private enum Elections {
+        /**
+         * "a" alone has an election timeout shorter than the test and no leader steps down by check-quorum: "a" leads
+         * from the first election to the end however slow the machine, for a test that counts what the leader and the
+         * followers wrote. With every server campaigning after 200-400 ms, a loop held that long by a loaded machine
+         * let a follower win a second term while the first leader's writes were in flight: each then counted some.
+         */
+        A_ALONE,
+        /** Every server campaigns on its election timeout (the default 10-20 ticks): a new leader takes over a stopped one. */
+        ANY
+    }
+
+    /** The Raft configuration of {@code name} under {@code elections}. */
+    private static RaftConfig config(String name, Elections elections) {
+        RaftConfig defaults = RaftConfig.defaults();
+        if (elections == Elections.ANY) {
+            return defaults;
+        }
+        boolean campaigns = name.equals("a");
+        return new RaftConfig(campaigns ? defaults.electionTimeoutMinTicks() : NEVER_TICKS,
+                campaigns ? defaults.electionTimeoutMaxTicks() : NEVER_TICKS + 1, defaults.heartbeatTicks(), defaults.preVote(),
+                false, defaults.maxEntriesPerMessage(), defaults.maxBytesPerMessage(), defaults.maxInflightMessages(),
+                defaults.maxUncommittedEntries(), defaults.maxUncommittedBytes(), defaults.maxHeldProposals(),
+                defaults.maxPendingReads(), defaults.departedAckTicks(), defaults.fastFailover(), defaults.unsafeBugs()).validate();
+    }
+
+    /** Starts the three servers (each test first). */
+    private void start(Elections elections) throws Exception {
         vertx = Vertx.vertx();
         List<io.conclave.api.raft.Server> configuration = new ArrayList<>();
         for (String name : NAMES) {
@@ -107,10 +143,10 @@ class CatalogReconcilerClusterTest {
         }
         for (String name : NAMES) {
             KvStateMachine machine = new KvStateMachine();
-            RaftNode node = Await.result(RaftNode.start(vertx, name, RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
+            RaftNode node = Await.result(RaftNode.start(vertx, name, config(name, elections), ShutdownOnRemovePolicyProvider.POLICY,
                     new InMemoryStorage(), machine, transport.from(name), OPTIONS, new ClusterConfiguration(configuration)));
             transport.nodes.put(name, node);
-            RaftService raft = new RaftService(vertx, node, forwarder, Duration.ofSeconds(2));
+            RaftService raft = new RaftService(vertx, node, forwarder, ATTEMPT_TIMEOUT);
             CatalogService catalog = new CatalogService(new KvService(raft, machine, "kv"), "dc1");
             View view = new View();
             for (String other : NAMES) {
@@ -125,6 +161,9 @@ class CatalogReconcilerClusterTest {
 
     @AfterEach
     void stop() throws Exception {
+        if (vertx == null) {
+            return;
+        }
         for (Server server : servers.values()) {
             server.reconciler().close();
             server.catalog().watches().close();
@@ -163,6 +202,7 @@ class CatalogReconcilerClusterTest {
 
     @Test
     void the_leader_registers_every_alive_member_with_serf_health_passing_and_only_the_leader_writes() throws Exception {
+        start(Elections.A_ALONE);
         Server leader = leader();
         for (String name : NAMES) {
             awaitEverywhere(name, HealthCheck.PASSING);
@@ -186,12 +226,13 @@ class CatalogReconcilerClusterTest {
 
     @Test
     void a_server_stopped_turns_critical_everywhere_through_the_log_and_the_sessions_bound_to_it_go() throws Exception {
+        start(Elections.A_ALONE);
         Server leader = leader();
         awaitEverywhere("c", HealthCheck.PASSING);
         String victim = leader.name().equals("c") ? "b" : "c";
         String sessionId = "11111111-2222-4333-8444-555555555555";
         Session session = new Session(sessionId, "", victim, 0, Session.Behavior.RELEASE, 0, List.of(Catalog.SERF_HEALTH), 0, 0);
-        assertEquals(true, Await.result(new KvService(new RaftService(vertx, leader.node(), forwarder, Duration.ofSeconds(2)), leader.machine(), "kv")
+        assertEquals(true, Await.result(new KvService(new RaftService(vertx, leader.node(), forwarder, ATTEMPT_TIMEOUT), leader.machine(), "kv")
                 .apply(new KvCommand(KvCommand.Op.SESSION_CREATE, sessionId, session.encode(), 0, KvCommand.NO_CAS))));
         stopServer(victim);
         for (Server server : running()) { // what gossip would tell each server: the member failed
@@ -206,6 +247,7 @@ class CatalogReconcilerClusterTest {
 
     @Test
     void a_new_leader_reconciles_every_member_when_it_takes_over() throws Exception {
+        start(Elections.ANY);
         Server old = leader();
         for (String name : NAMES) {
             awaitEverywhere(name, HealthCheck.PASSING);
@@ -223,6 +265,7 @@ class CatalogReconcilerClusterTest {
 
     @Test
     void a_member_that_left_is_deregistered_and_a_followers_view_alone_is_never_written() throws Exception {
+        start(Elections.A_ALONE);
         Server leader = leader();
         awaitEverywhere("a", HealthCheck.PASSING);
         awaitEverywhere("b", HealthCheck.PASSING);

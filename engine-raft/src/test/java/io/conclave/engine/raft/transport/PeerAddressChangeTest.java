@@ -10,7 +10,6 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
-import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
@@ -50,22 +49,19 @@ class PeerAddressChangeTest {
         Await.result(vertx.close());
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
-    /** A node with ID "b" listening on a port of its own. */
-    private RaftNode serverB(int port) throws Exception {
+    /**
+     * Starts a node with ID "b" listening on a port the system picks (a port found free and released could be taken
+     * before it was bound), and returns that port.
+     */
+    private int serverB() throws Exception {
         GrpcRaftTransport receiver = new GrpcRaftTransport(vertx, CLUSTER, peer -> null);
         receivers.add(receiver);
-        Await.result(receiver.listen("127.0.0.1", port));
+        int port = Await.result(receiver.listen("127.0.0.1", 0));
         RaftNode node = Await.result(RaftNode.start(vertx, "b", RaftConfig.defaults(), ShutdownOnRemovePolicyProvider.POLICY,
                 new InMemoryStorage(), new KvStateMachine(), receiver.sender(), RaftNode.Options.defaults(), null));
         receiver.register(node);
         nodes.add(node);
-        return node;
+        return port;
     }
 
     private static Message heartbeat(long term) {
@@ -85,13 +81,14 @@ class PeerAddressChangeTest {
 
     @Test
     void when_a_peer_comes_back_at_another_address_then_messages_to_its_id_go_to_the_new_address() throws Exception {
-        int firstPort = freePort();
-        RaftNode first = serverB(firstPort);
+        int firstPort = serverB();
+        RaftNode first = nodes.get(nodes.size() - 1);
         addressOfB.set(SocketAddress.inetSocketAddress(firstPort, "127.0.0.1"));
         heartbeatUntilHeard(first, 7, "b at its first address heard the leader");
 
-        int secondPort = freePort();
-        RaftNode second = serverB(secondPort); // "b" again, elsewhere: membership now gives the new address
+        // "b" again, elsewhere (the first still listens, so another port): membership now gives the new address
+        int secondPort = serverB();
+        RaftNode second = nodes.get(nodes.size() - 1);
         addressOfB.set(SocketAddress.inetSocketAddress(secondPort, "127.0.0.1"));
         heartbeatUntilHeard(second, 9, "b at its new address heard the leader (messages to it went to "
                 + "127.0.0.1:" + firstPort + " still?)");

@@ -12,7 +12,6 @@ import io.conclave.engine.raft.runtime.RaftNode;
 import io.conclave.engine.raft.testing.Await;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
-import java.net.ServerSocket;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -34,13 +33,10 @@ class RefusedStreamsTest {
     @BeforeEach
     void start() throws Exception {
         vertx = Vertx.vertx();
-        int port;
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            port = socket.getLocalPort();
-        }
-        SocketAddress joinerAddress = SocketAddress.inetSocketAddress(port, "127.0.0.1");
         joinerSide = new GrpcRaftTransport(vertx, null, peer -> null); // no cluster yet
-        Await.result(joinerSide.listen("127.0.0.1", port));
+        // listens on a port the system picks: a port found free and released could be taken before it was bound
+        int port = Await.result(joinerSide.listen("127.0.0.1", 0));
+        SocketAddress joinerAddress = SocketAddress.inetSocketAddress(port, "127.0.0.1");
         leaderSide = new GrpcRaftTransport(vertx, CLUSTER, peer -> joinerAddress); // the old and the new ID: one address
     }
 
