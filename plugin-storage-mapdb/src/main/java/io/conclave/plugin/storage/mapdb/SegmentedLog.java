@@ -34,6 +34,18 @@ import org.slf4j.LoggerFactory;
  *     then {@code dataLength} bytes of data.
  * </ul>
  *
+ * <p>Preallocation. The active segment is written into a preallocated file when a spare is ready
+ * ({@link SpareSegment}: zeros to the segment size, real blocks, synced, prepared ahead by the log's own thread),
+ * so that an append's {@code fdatasync} does not also commit a new file size through the file system's journal.
+ * A roll takes the spare (renamed {@code <first>.open}, header written and synced, folder synced) and never waits
+ * for it: without a ready spare (the first segment, a roll before the spare is done, a log opened without
+ * preallocation) the file grows with each append, as before. An active file of at least the segment size is a
+ * preallocated one: zeros from its last record up to the segment size are space not yet written, and the next
+ * append writes there. Sealing cuts the file to its records before its index is written and it is renamed, so
+ * that a sealed segment is the same either way. A suffix truncation cuts the active file (one atomic change of
+ * its size; zeroing records in place could, cut short by a crash, leave zeros followed by records), which then
+ * grows until the next roll. The spare's names are never read as log.
+ *
  * <p>Opening reads every segment once, checking every header, CRC, index and the segments' continuity, so
  * that damage is found at start. See {@link #scan} for the one rule by which a tail is cut; everything else
  * that fails a check is a {@link CorruptionException} naming the file and the offset, and no file is touched.
@@ -579,7 +591,12 @@ final class SegmentedLog implements AutoCloseable {
      * remain; (b) a record header whose own CRC is good, but whose data runs past the end of the file; (c)
      * all bytes from a record boundary to the end of the file are zero (space a power loss left unwritten);
      * (d) a record that fails a check when, from a sector boundary inside it, every byte to the end of the
-     * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside}).
+     * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside});
+     * (e) in a preallocated active file, a record that fails a check when, from a byte inside it (within the
+     * segment size), every byte to the end of the file is zero: an append that stopped inside it, over the
+     * zeros (what (a) and (b) are in a growing file). In a preallocated active file, zeros from a record
+     * boundary up to the segment size are not a tail but the segment's clean end: nothing is cut or logged
+     * (zeros past the segment size are cut as (c)).
      * Such a tail is what a crash during an append leaves, an append that was never acknowledged because it
      * was not synced; but it is also what a disk that lost synced records leaves, or an operator's {@code truncate}, and
      * those records may have been acknowledged. The log cannot tell them apart: the cut is logged at WARN with its size,
