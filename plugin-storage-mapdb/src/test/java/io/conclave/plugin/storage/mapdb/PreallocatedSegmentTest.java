@@ -252,9 +252,11 @@ class PreallocatedSegmentTest {
         Files.copy(activeFile(), folder.resolve(SpareSegment.READY_NAME)); // not the segment size: prepared for another one
         try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, true)) {
             checkEveryEntry(log, 10);
-            assertFalse(Files.exists(folder.resolve(SpareSegment.PREPARING_NAME)), "the half-prepared spare was deleted at open");
             awaitSpare();
-            assertEquals(SEGMENT_BYTES, Files.size(folder.resolve(SpareSegment.READY_NAME)), "a spare of the segment size replaced it");
+            assertFalse(Files.exists(folder.resolve(SpareSegment.PREPARING_NAME)), "the half-prepared spare was deleted at open");
+            byte[] spare = Files.readAllBytes(folder.resolve(SpareSegment.READY_NAME));
+            assertEquals(SEGMENT_BYTES, spare.length, "a spare of the segment size replaced the one of another size");
+            assertArrayEquals(new byte[spare.length], spare, "the new spare holds zeros only, none of the records left under its names");
             log.append(entries(11, 11));
             checkEveryEntry(log, 11);
         }
