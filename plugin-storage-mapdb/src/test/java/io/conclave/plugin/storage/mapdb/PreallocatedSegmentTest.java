@@ -313,7 +313,7 @@ class PreallocatedSegmentTest {
     }
 
     @Test
-    @Timeout(60)
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a roll that waits for the latch ignores an interrupt
     void when_the_spare_is_not_ready_then_appends_and_rolls_complete_in_growing_files_without_waiting() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
         ExecutorService preparer = Executors.newSingleThreadExecutor();
