@@ -130,7 +130,7 @@ final class SpareSegment implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             // the log grows its next segment instead, correct and slower; the next roll tries again
             if (!closed) {
-                    LOG.warn("{}: cannot prepare the next log segment ({}); the log grows its files meanwhile", file, e.toString());
+                LOG.warn("{}: cannot prepare the next log segment ({}); the log grows its files meanwhile", file, e.toString());
             }
             try {
                 Files.deleteIfExists(file);
