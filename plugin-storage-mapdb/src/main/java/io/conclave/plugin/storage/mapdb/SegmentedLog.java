@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Preallocation. The active segment is written into a preallocated file when a spare is ready
- * ({@link SpareSegment}: zeros to the segment size, real blocks, synced, prepared ahead by the log's own thread),
+ * ({@link SpareSegment}: zeros to the segment size, real blocks, synced, prepared ahead by the log's own thread
+ * once the active segment is half full),
  * so that an append's {@code fdatasync} does not also commit a new file size through the file system's journal.
  * A roll takes the spare (renamed {@code <first>.open}, header written and synced, folder synced) and never waits
  * for it: without a ready spare (the first segment, a roll before the spare is done, a log opened without
@@ -111,6 +112,8 @@ final class SegmentedLog implements AutoCloseable {
     private Segment active;
     private FileChannel activeChannel;
     private final SpareSegment spare; // null: every segment's file grows
+    /** Whether the spare for the next roll was asked for while this active segment was written (see {@link #askForSpare}). */
+    private boolean spareAsked;
 
     private SegmentedLog(Path folder, long maxSegmentBytes, ExecutorService preparer) {
         this.folder = folder;
@@ -323,6 +326,7 @@ final class SegmentedLog implements AutoCloseable {
             active.sizeBytes = position;
             active.fileBytes = Math.max(active.fileBytes, position);
             active.last = batch.get(batch.size() - 1).index();
+            askForSpare();
         } catch (IOException e) {
             throw new StorageException("cannot append to " + (active == null ? folder : active.file) + ": " + e.getMessage(), e);
         }
@@ -385,7 +389,18 @@ final class SegmentedLog implements AutoCloseable {
         segments.put(firstIndex, segment);
         active = segment;
         syncFolder();
-        if (spare != null) {
+        spareAsked = false;
+        askForSpare();
+    }
+
+    /**
+     * Once the active segment is half full, asks (once per segment) for the spare the next roll will take: half a
+     * segment of appends is ample time to write and sync one, and a log that never fills half a segment (a short-lived
+     * server, a test) writes no spare at all.
+     */
+    private void askForSpare() {
+        if (spare != null && !spareAsked && active.sizeBytes >= maxSegmentBytes / 2) {
+            spareAsked = true;
             spare.prepareNext();
         }
     }

@@ -16,7 +16,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The log's next segment file, prepared ahead off the appending thread: {@value #PREPARING_NAME} is filled with
+ * The log's next segment file, prepared ahead off the appending thread, once the log asks for it (its active segment
+ * half full): {@value #PREPARING_NAME} is filled with
  * zeros (real blocks, not a sparse length: a sync that grows a file, or fills a hole, commits the file's size or
  * extents through the file system's journal — etcd preallocates its WAL files for this), synced, then renamed
  * {@value #READY_NAME}. A roll takes a ready spare ({@link #takeReady}) without ever waiting for one.
@@ -64,15 +65,15 @@ final class SpareSegment implements AutoCloseable {
         return name.equals(READY_NAME) || name.equals(PREPARING_NAME);
     }
 
-    /** At open, once the log is read: deletes a half-prepared spare, keeps a ready one of the segment size, prepares one if none. */
+    /**
+     * At open, once the log is read: deletes a half-prepared spare, keeps a ready one of the segment size. None is
+     * prepared here: the log asks for one ({@link #prepareNext}) once its active segment is half full.
+     */
     void start() throws IOException {
         Files.deleteIfExists(folder.resolve(PREPARING_NAME));
         Path ready = folder.resolve(READY_NAME);
         if (Files.exists(ready) && Files.size(ready) != bytes) {
             Files.delete(ready); // prepared for another segment size
-        }
-        if (!Files.exists(ready)) {
-            prepareNext();
         }
     }
 

@@ -81,14 +81,19 @@ class PreallocatedSegmentTest {
         Poll.until("the spare segment is prepared", SPARE_DEADLINE, () -> Files.exists(folder.resolve(SpareSegment.READY_NAME)));
     }
 
+    /** No spare is being prepared: none was asked for since the last roll took one, or the one asked for is ready. */
+    private void assertNoPreparation() {
+        assertFalse(Files.exists(folder.resolve(SpareSegment.PREPARING_NAME)), "no spare is being prepared");
+    }
+
     /**
      * A log whose active segment is a taken spare: entries 1 to {@code last}, the first segment grown (no spare was
-     * ready at the first append), the next ones preallocated.
+     * asked for before it was half full), the next ones preallocated.
      */
     private SegmentedLog preallocatedLog(long last) throws Exception {
         SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, true);
         log.append(entries(1, 1));
-        awaitSpare();
+        assertFalse(Files.exists(folder.resolve(SpareSegment.READY_NAME)), "no spare before the active segment is half full");
         for (long index = 2; index <= last; index++) {
             if ((index - 1) % PER_SEGMENT == 0) {
                 awaitSpare(); // the roll at this append finds a spare
@@ -139,8 +144,8 @@ class PreallocatedSegmentTest {
     @Test
     void when_the_process_stops_between_appends_into_a_preallocated_segment_then_every_synced_record_is_read_back() throws Exception {
         FileChannels.holdUnsynced = true; // what was not synced is lost with the process, as after a power loss
-        SegmentedLog crashed = preallocatedLog(700);
-        awaitSpare(); // the next spare is written and renamed: the crash leaves no preparation running
+        SegmentedLog crashed = preallocatedLog(700); // the second segment not half full: no spare asked for yet
+        assertNoPreparation(); // the crash leaves no preparation running
         FileChannels.holdUnsynced = false;
         try {
             String logged = openCapturing(700, 10); // no close: the process stopped
@@ -160,7 +165,7 @@ class PreallocatedSegmentTest {
      */
     private void crashInsideAnAppend(int written, long kept) throws Exception {
         SegmentedLog crashed = preallocatedLog(600);
-        awaitSpare();
+        assertNoPreparation();
         SegmentedLog.crashPoint = new SegmentedLog.CrashPoint() {
             @Override
             public void beforeWrite(FileChannel channel, ByteBuffer batch, long position) throws IOException {
@@ -252,13 +257,15 @@ class PreallocatedSegmentTest {
         Files.copy(activeFile(), folder.resolve(SpareSegment.READY_NAME)); // not the segment size: prepared for another one
         try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, true)) {
             checkEveryEntry(log, 10);
-            awaitSpare();
             assertFalse(Files.exists(folder.resolve(SpareSegment.PREPARING_NAME)), "the half-prepared spare was deleted at open");
+            assertFalse(Files.exists(folder.resolve(SpareSegment.READY_NAME)), "the spare of another size was deleted at open");
+            long last = 10 + PER_SEGMENT / 2;
+            log.append(entries(11, last)); // past half the segment: the log asks for a spare
+            awaitSpare();
             byte[] spare = Files.readAllBytes(folder.resolve(SpareSegment.READY_NAME));
             assertEquals(SEGMENT_BYTES, spare.length, "a spare of the segment size replaced the one of another size");
             assertArrayEquals(new byte[spare.length], spare, "the new spare holds zeros only, none of the records left under its names");
-            log.append(entries(11, 11));
-            checkEveryEntry(log, 11);
+            checkEveryEntry(log, last);
         }
     }
 
@@ -296,8 +303,8 @@ class PreallocatedSegmentTest {
 
     @Test
     void when_every_segment_up_to_a_preallocated_active_one_is_dropped_then_the_log_restarts_after_it() throws Exception {
-        try (SegmentedLog log = preallocatedLog(700)) {
-            log.deleteSegmentsUpTo(700);
+        try (SegmentedLog log = preallocatedLog(800)) { // the second segment past half full: the next spare asked for
+            log.deleteSegmentsUpTo(800);
             assertEquals(-1, log.firstIndex(), "no segment left");
             awaitSpare();
             log.append(entries(801, 810));
@@ -347,7 +354,11 @@ class PreallocatedSegmentTest {
     @Test
     void when_the_log_is_closed_then_its_preparer_thread_stops() throws Exception {
         SegmentedLog log = SegmentedLog.open(folder, SegmentedLog.MAX_SEGMENT_BYTES, true);
-        log.append(entries(1, 1));
+        List<LogEntry> half = new ArrayList<>(); // 33 MiB: past half of a 64 MiB segment, so that a 64 MiB spare is being prepared
+        for (long index = 1; index <= 33; index++) {
+            half.add(new LogEntry(index, 1, LogEntry.Type.COMMAND, new byte[1 << 20]));
+        }
+        log.append(half);
         log.close();
         Poll.until("no spare-preparing thread is left", Duration.ofSeconds(30), () -> Thread.getAllStackTraces().keySet().stream()
                 .noneMatch(thread -> thread.getName().startsWith("conclave-log-spare " + folder)));

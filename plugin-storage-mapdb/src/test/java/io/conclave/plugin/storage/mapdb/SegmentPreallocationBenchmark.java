@@ -17,8 +17,9 @@ import java.util.stream.Stream;
  * growing file and in a preallocated one, side by side in one run: rounds alternate (growing, preallocated, growing,
  * ...), each in a fresh folder of the log's own 64 MiB segments; p50 and p99 per round, then their medians.
  *
- * <p>The preallocated rounds first reach a taken spare (one entry, the spare awaited, the log's prefix dropped: the
- * next append rolls into it) and await the next spare, so that no preparation writes beside the measured appends.
+ * <p>The preallocated rounds first reach a taken spare (33 MiB of entries, past half the segment, so that the log asks
+ * for a spare; the spare awaited, the log's prefix dropped: the next append rolls into it); the next spare is asked for
+ * only once that segment is half full, far past the measured appends, so that no preparation writes beside them.
  *
  * <p>Run: {@code mvn -B -o -pl plugin-storage-mapdb -am verify -Pprealloc-bench -DskipTests
  * [-Dprealloc.bench.appends=5000 -Dprealloc.bench.rounds=3 -Dprealloc.bench.folder=/path/on/the/disk]}.
@@ -58,13 +59,19 @@ public final class SegmentPreallocationBenchmark {
     private static double[] round(Path folder, boolean preallocate, int appends) throws Exception {
         try (SegmentedLog log = SegmentedLog.open(folder, SegmentedLog.MAX_SEGMENT_BYTES, preallocate)) {
             long index = 1;
-            log.append(List.of(entry(index++)));
             if (preallocate) {
+                List<LogEntry> half = new ArrayList<>(); // past half the segment: the log asks for a spare
+                while (index <= 33) {
+                    half.add(new LogEntry(index++, 1, LogEntry.Type.COMMAND, new byte[1 << 20]));
+                }
+                log.append(half);
                 awaitSpare(folder);
                 log.deleteSegmentsUpTo(index - 1); // the next append rolls into the spare
+                long first = index;
                 log.append(List.of(entry(index++)));
-                awaitSpare(folder); // the next one, prepared now: nothing writes beside the measured appends
-                if (Files.size(folder.resolve(name(2))) != SegmentedLog.MAX_SEGMENT_BYTES) {
+                // the next spare is asked for only once this segment is half full, far past the measured appends: nothing
+                // writes beside them
+                if (Files.size(folder.resolve(name(first))) != SegmentedLog.MAX_SEGMENT_BYTES) {
                     throw new IllegalStateException("the active segment is not preallocated");
                 }
             }
