@@ -52,11 +52,16 @@ public final class FileStorage implements Storage {
 
     /** Opens (or creates) the storage in {@code folder}. Blocking. */
     public static FileStorage open(Path folder) {
-        return open(folder, SegmentedLog.MAX_SEGMENT_BYTES);
+        return open(folder, SegmentedLog.MAX_SEGMENT_BYTES, true);
     }
 
-    /** Opens with another log segment size (tests use small ones). */
+    /** Opens with another log segment size, every segment's file growing (tests use small ones). */
     static FileStorage open(Path folder, long maxSegmentBytes) {
+        return open(folder, maxSegmentBytes, false);
+    }
+
+    /** Opens with another log segment size, preallocating the segments' files ({@code preallocate}) or growing them. */
+    static FileStorage open(Path folder, long maxSegmentBytes, boolean preallocate) {
         DirectoryLock lock = DirectoryLock.acquire(folder);
         Path storeFile = folder.resolve(STORE_FILE);
         StableFile stableFile = null;
@@ -65,7 +70,7 @@ public final class FileStorage implements Storage {
             boolean created = refuseAMissingStore(folder, storeFile);
             stableFile = StableFile.open(storeFile, true);
             FileStableStore stable = new FileStableStore(stableFile);
-            segments = SegmentedLog.open(folder.resolve(LOG_FOLDER), maxSegmentBytes);
+            segments = SegmentedLog.open(folder.resolve(LOG_FOLDER), maxSegmentBytes, preallocate);
             SegmentLogStore log = new SegmentLogStore(segments, stable, folder.resolve(LOG_FOLDER));
             log.verifyBounds();
             FileSnapshotStore snapshots = new FileSnapshotStore(Files.createDirectories(folder.resolve(SNAPSHOTS_FOLDER)));

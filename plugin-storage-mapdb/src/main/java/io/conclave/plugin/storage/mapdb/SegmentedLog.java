@@ -14,6 +14,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,6 +33,19 @@ import org.slf4j.LoggerFactory;
  *     dataCrc32c:int, headerCrc32c:int} (the header CRC covers the 25 bytes before it, the length included),
  *     then {@code dataLength} bytes of data.
  * </ul>
+ *
+ * <p>Preallocation. The active segment is written into a preallocated file when a spare is ready
+ * ({@link SpareSegment}: zeros to the segment size, real blocks, synced, prepared ahead by the log's own thread
+ * once the active segment is half full),
+ * so that an append's {@code fdatasync} does not also commit a new file size through the file system's journal.
+ * A roll takes the spare (renamed {@code <first>.open}, header written and synced, folder synced) and never waits
+ * for it: without a ready spare (the first segment, a roll before the spare is done, a log opened without
+ * preallocation) the file grows with each append, as before. An active file of at least the segment size is a
+ * preallocated one: zeros from its last record up to the segment size are space not yet written, and the next
+ * append writes there. Sealing cuts the file to its records before its index is written and it is renamed, so
+ * that a sealed segment is the same either way. A suffix truncation cuts the active file (one atomic change of
+ * its size; zeroing records in place could, cut short by a crash, leave zeros followed by records), which then
+ * grows until the next roll. The spare's names are never read as log.
  *
  * <p>Opening reads every segment once, checking every header, CRC, index and the segments' continuity, so
  * that damage is found at start. See {@link #scan} for the one rule by which a tail is cut; everything else
@@ -77,7 +91,8 @@ final class SegmentedLog implements AutoCloseable {
         Path file;
         final long first;
         long last;
-        long sizeBytes;
+        long sizeBytes; // where its records end: where the next append writes
+        long fileBytes; // the file's size: larger than sizeBytes when the file was preallocated
         long[] offsets; // offsets[i] = position of record first + i; null until loaded
 
         Segment(Path file, long first, long last) {
@@ -96,26 +111,57 @@ final class SegmentedLog implements AutoCloseable {
     private final TreeMap<Long, Segment> segments = new TreeMap<>();
     private Segment active;
     private FileChannel activeChannel;
+    private final SpareSegment spare; // null: every segment's file grows
+    /** Whether the spare for the next roll was asked for while this active segment was written (see {@link #askForSpare}). */
+    private boolean spareAsked;
 
-    private SegmentedLog(Path folder, long maxSegmentBytes) {
+    private SegmentedLog(Path folder, long maxSegmentBytes, ExecutorService preparer) {
         this.folder = folder;
         this.maxSegmentBytes = maxSegmentBytes;
+        this.spare = preparer == null ? null : new SpareSegment(folder, maxSegmentBytes, preparer);
     }
 
+    /** Opens with segments of {@link #MAX_SEGMENT_BYTES}, each preallocated when its spare is ready. */
     static SegmentedLog open(Path folder) {
-        return open(folder, MAX_SEGMENT_BYTES);
+        return open(folder, MAX_SEGMENT_BYTES, true);
     }
 
-    /** Opens with another segment size: tests use small ones to cross segment boundaries. */
+    /** Opens with another segment size, growing every file (no spare): tests use small ones to cross segment boundaries. */
     static SegmentedLog open(Path folder, long maxSegmentBytes) {
-        SegmentedLog log = new SegmentedLog(folder, maxSegmentBytes);
+        return open(folder, maxSegmentBytes, false);
+    }
+
+    /** Opens with another segment size, preallocating the segments' files or growing them. */
+    static SegmentedLog open(Path folder, long maxSegmentBytes, boolean preallocate) {
+        return open(folder, maxSegmentBytes, preallocate ? SpareSegment.ownThread(folder) : null);
+    }
+
+    /**
+     * Opens with the executor that prepares the next segment's file ({@code null}: none, every file grows; tests hold
+     * one back); the log owns it and shuts it down at {@link #close}.
+     */
+    static SegmentedLog open(Path folder, long maxSegmentBytes, ExecutorService preparer) {
+        SegmentedLog log = new SegmentedLog(folder, maxSegmentBytes, preparer);
         try {
             Files.createDirectories(folder);
             log.load();
+            if (log.spare != null) {
+                log.spare.start(); // only once the log was read: a refused open touches no file
+            }
         } catch (IOException e) {
+            log.closeSpare();
             throw new StorageException("cannot open the log in " + folder + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            log.closeSpare();
+            throw e;
         }
         return log;
+    }
+
+    private void closeSpare() {
+        if (spare != null) {
+            spare.close();
+        }
     }
 
     // ---------------------------------------------------------------- reading
@@ -278,7 +324,9 @@ final class SegmentedLog implements AutoCloseable {
             }
             FileChannels.forceLog(activeChannel, false);
             active.sizeBytes = position;
+            active.fileBytes = Math.max(active.fileBytes, position);
             active.last = batch.get(batch.size() - 1).index();
+            askForSpare();
         } catch (IOException e) {
             throw new StorageException("cannot append to " + (active == null ? folder : active.file) + ": " + e.getMessage(), e);
         }
@@ -304,12 +352,18 @@ final class SegmentedLog implements AutoCloseable {
         return buffer.flip();
     }
 
-    /** Seals the active segment (if any) and starts a new one at {@code firstIndex}, its header synced. */
+    /**
+     * Seals the active segment (if any) and starts a new one at {@code firstIndex}, its header synced: in the
+     * spare file when one is ready (never waiting for one), else in a new file that grows with each append.
+     */
     private void roll(long firstIndex) throws IOException {
         if (active != null) {
             if (active.count() == 0) {
                 deleteSegment(active); // an empty active segment at the wrong index: replace it
             } else {
+                if (active.fileBytes > active.sizeBytes) {
+                    activeChannel.truncate(active.sizeBytes); // a sealed segment holds its records only, as before preallocation
+                }
                 FileChannels.forceLog(activeChannel, true);
                 activeChannel.close();
                 writeIndex(active, active.offsets); // before the rename: a sealed segment always has its index
@@ -320,14 +374,35 @@ final class SegmentedLog implements AutoCloseable {
             }
         }
         Segment segment = new Segment(folder.resolve(name(firstIndex) + OPEN_SUFFIX), firstIndex, firstIndex - 1);
-        activeChannel = FileChannel.open(segment.file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE);
+        Path ready = spare == null ? null : spare.takeReady();
+        if (ready != null) {
+            Files.move(ready, segment.file, StandardCopyOption.ATOMIC_MOVE);
+            activeChannel = FileChannel.open(segment.file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } else {
+            activeChannel = FileChannel.open(segment.file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE);
+        }
         writeSegmentHeader(activeChannel, firstIndex);
         segment.sizeBytes = SEGMENT_HEADER_BYTES;
+        segment.fileBytes = Math.max(SEGMENT_HEADER_BYTES, activeChannel.size());
         segment.offsets = new long[1024];
         segments.put(firstIndex, segment);
         active = segment;
         syncFolder();
+        spareAsked = false;
+        askForSpare();
+    }
+
+    /**
+     * Once the active segment is half full, asks (once per segment) for the spare the next roll will take: half a
+     * segment of appends is ample time to write and sync one, and a log that never fills half a segment (a short-lived
+     * server, a test) writes no spare at all.
+     */
+    private void askForSpare() {
+        if (spare != null && !spareAsked && active.sizeBytes >= maxSegmentBytes / 2) {
+            spareAsked = true;
+            spare.prepareNext();
+        }
     }
 
     private static void writeSegmentHeader(FileChannel channel, long firstIndex) throws IOException {
@@ -350,9 +425,13 @@ final class SegmentedLog implements AutoCloseable {
             }
             long keep = fromIndex - active.first;
             long cut = keep <= 0 ? SEGMENT_HEADER_BYTES : active.offsets[(int) keep];
+            // Cut, even a preallocated file: one atomic change of its size. Zeroing the records in place instead would
+            // keep the preallocation, but a crash in the middle could leave zeros followed by records (damage at the
+            // next open). The file grows from here until the next roll, correct and slower; conflicts are rare.
             activeChannel.truncate(cut);
             FileChannels.forceLog(activeChannel, true);
             active.sizeBytes = cut;
+            active.fileBytes = cut;
             active.last = Math.max(fromIndex, active.first) - 1;
         } catch (IOException e) {
             throw new StorageException("cannot truncate the log in " + folder + ": " + e.getMessage(), e);
@@ -392,7 +471,7 @@ final class SegmentedLog implements AutoCloseable {
         segment.file = open;
         activeChannel = FileChannel.open(open, StandardOpenOption.READ, StandardOpenOption.WRITE);
         segment.offsets = scan(segment, activeChannel, false);
-        segment.sizeBytes = activeChannel.size();
+        segment.fileBytes = activeChannel.size();
         active = segment;
     }
 
@@ -431,6 +510,8 @@ final class SegmentedLog implements AutoCloseable {
                 addSegment(new Segment(file, parse(file, bounds[0]), parse(file, bounds.length == 2 ? bounds[1] : "x")));
             } else if (name.endsWith(INDEX_SUFFIX) || name.endsWith(INDEX_SUFFIX + ".tmp")) {
                 continue; // derived data, checked with its segment
+            } else if (SpareSegment.isSpareName(name)) {
+                continue; // zeros prepared for the next segment, never log: SpareSegment.start deletes or keeps it
             } else if (name.endsWith(OPEN_SUFFIX)) {
                 if (active != null) {
                     throw new CorruptionException(file, "a second active segment (" + active.file.getFileName() + " is one)");
@@ -481,7 +562,7 @@ final class SegmentedLog implements AutoCloseable {
             long[] offsets = scan(segment, channel, isActive);
             if (isActive) {
                 segment.offsets = offsets.length == 0 ? new long[1024] : offsets;
-                segment.sizeBytes = channel.size();
+                segment.fileBytes = channel.size();
             } else {
                 checkIndex(segment, offsets);
             }
@@ -525,7 +606,12 @@ final class SegmentedLog implements AutoCloseable {
      * remain; (b) a record header whose own CRC is good, but whose data runs past the end of the file; (c)
      * all bytes from a record boundary to the end of the file are zero (space a power loss left unwritten);
      * (d) a record that fails a check when, from a sector boundary inside it, every byte to the end of the
-     * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside}).
+     * file is zero (sectors of the last append a crash left unwritten: {@link #unwrittenSectorsInside});
+     * (e) in a preallocated active file, a record that fails a check when, from a byte inside it (within the
+     * segment size), every byte to the end of the file is zero: an append that stopped inside it, over the
+     * zeros (what (a) and (b) are in a growing file). In a preallocated active file, zeros from a record
+     * boundary up to the segment size are not a tail but the segment's clean end: nothing is cut or logged
+     * (zeros past the segment size are cut as (c)).
      * Such a tail is what a crash during an append leaves, an append that was never acknowledged because it
      * was not synced; but it is also what a disk that lost synced records leaves, or an operator's {@code truncate}, and
      * those records may have been acknowledged. The log cannot tell them apart: the cut is logged at WARN with its size,
@@ -537,7 +623,11 @@ final class SegmentedLog implements AutoCloseable {
      */
     private long[] scan(Segment segment, FileChannel channel, boolean repairTail) throws IOException {
         long size = channel.size();
-        if (!checkSegmentHeader(segment, channel, size, repairTail)) {
+        // The active segment's file was preallocated when it is at least the segment size: zeros from a record boundary
+        // up to that size are space not yet written, its clean end (zeros past it are not: the file grew there)
+        long preallocatedEnd = repairTail && segment == active && size >= maxSegmentBytes ? maxSegmentBytes : -1;
+        if (!checkSegmentHeader(segment, channel, size, repairTail, preallocatedEnd >= 0)) {
+            segment.sizeBytes = SEGMENT_HEADER_BYTES;
             return finish(segment, new long[1024], 0);
         }
         long[] offsets = new long[Math.max(segment != active ? segment.count() : 1024, 1)];
@@ -545,11 +635,19 @@ final class SegmentedLog implements AutoCloseable {
         long position = SEGMENT_HEADER_BYTES;
         ByteBuffer header = ByteBuffer.allocate(RECORD_HEADER_BYTES);
         while (position < size) {
-            if (size - position < RECORD_HEADER_BYTES) {
+            segment.sizeBytes = position; // where the records read so far end: a cut below keeps them
+            boolean headerFits = size - position >= RECORD_HEADER_BYTES;
+            header.clear();
+            if (headerFits) {
+                FileChannels.readFully(channel, header, position);
+            }
+            if ((!headerFits || isZero(header.array(), RECORD_HEADER_BYTES)) && position <= preallocatedEnd
+                    && zeroToEnd(channel, position, size)) {
+                return preallocatedEnd(segment, channel, position, size, preallocatedEnd, offsets, count);
+            }
+            if (!headerFits) {
                 return cutTail(segment, channel, repairTail, position, "a record header cut short", offsets, count);
             }
-            header.clear();
-            FileChannels.readFully(channel, header, position);
             if (isZero(header.array(), RECORD_HEADER_BYTES)) {
                 if (zeroToEnd(channel, position + RECORD_HEADER_BYTES, size)) {
                     return cutTail(segment, channel, repairTail, position, "zero bytes to the end of the file", offsets, count);
@@ -561,9 +659,9 @@ final class SegmentedLog implements AutoCloseable {
             try {
                 record = RecordHeader.check(segment.file, header, position, segment.first + count);
             } catch (CorruptionException damage) {
-                if (unwrittenSectorsInside(channel, position, position + RECORD_HEADER_BYTES, size)) {
-                    return cutTail(segment, channel, repairTail, position, "a record header whose last sectors were never written",
-                            offsets, count);
+                String torn = tornTail(channel, position, position + RECORD_HEADER_BYTES, size, preallocatedEnd, "header");
+                if (torn != null) {
+                    return cutTail(segment, channel, repairTail, position, torn, offsets, count);
                 }
                 throw damage;
             }
@@ -577,8 +675,9 @@ final class SegmentedLog implements AutoCloseable {
             try {
                 record.checkData(segment.file, data.array(), position);
             } catch (CorruptionException damage) {
-                if (unwrittenSectorsInside(channel, position, end, size)) {
-                    return cutTail(segment, channel, repairTail, position, "a record whose last sectors were never written", offsets, count);
+                String torn = tornTail(channel, position, end, size, preallocatedEnd, "");
+                if (torn != null) {
+                    return cutTail(segment, channel, repairTail, position, torn, offsets, count);
                 }
                 throw damage;
             }
@@ -588,6 +687,42 @@ final class SegmentedLog implements AutoCloseable {
             offsets[count++] = position;
             position = end;
         }
+        segment.sizeBytes = position;
+        return finish(segment, offsets, count);
+    }
+
+    /**
+     * Why the record in {@code [from, to)} that failed a check is a torn tail, or {@code null} when it is damage: its
+     * last sectors were never written (rule d), or, in a preallocated file, the append writing it stopped inside it,
+     * every byte from there to the end of the file being the preallocated zeros (rule e).
+     */
+    private static String tornTail(FileChannel channel, long from, long to, long size, long preallocatedEnd, String part)
+            throws IOException {
+        String record = part.isEmpty() ? "a record" : "a record " + part;
+        if (unwrittenSectorsInside(channel, from, to, size)) {
+            return record + " whose last sectors were never written";
+        }
+        if (preallocatedEnd >= 0) {
+            long firstTrailingZero = firstTrailingZero(channel, from, size);
+            if (firstTrailingZero > from && firstTrailingZero < to && firstTrailingZero <= preallocatedEnd) {
+                return record + " whose append stopped inside it, the preallocated zeros after it";
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The clean end of a preallocated active segment: its records end at {@code position}, zeros follow to the end
+     * of the file. Nothing is cut, nothing is logged: the next append writes there. Only zeros past the
+     * preallocated size (the file grew there, and nothing was written) are cut, as a growing file's zero tail is.
+     */
+    private long[] preallocatedEnd(Segment segment, FileChannel channel, long position, long size, long preallocatedEnd, long[] offsets,
+            int count) throws IOException {
+        segment.sizeBytes = position;
+        if (size > preallocatedEnd) {
+            return cutTail(segment, channel, true, preallocatedEnd, "zero bytes past the preallocated size to the end of the file",
+                    offsets, count);
+        }
         return finish(segment, offsets, count);
     }
 
@@ -595,15 +730,18 @@ final class SegmentedLog implements AutoCloseable {
      * Checks the segment header: {@code true} when it is good; {@code false} when an active segment holds
      * only an incomplete or zero header (a roll cut short), which it then writes again.
      */
-    private boolean checkSegmentHeader(Segment segment, FileChannel channel, long size, boolean repairTail) throws IOException {
+    private boolean checkSegmentHeader(Segment segment, FileChannel channel, long size, boolean repairTail, boolean preallocated)
+            throws IOException {
         ByteBuffer header = ByteBuffer.allocate((int) Math.min(size, SEGMENT_HEADER_BYTES));
         FileChannels.readFully(channel, header, 0);
         boolean incomplete = size < SEGMENT_HEADER_BYTES || isZero(header.array(), SEGMENT_HEADER_BYTES);
         if (incomplete && repairTail && zeroToEnd(channel, header.limit(), size) && segment.last < segment.first) {
             LOG.warn("{}: the segment header is incomplete ({} bytes, no record): a roll cut short by a crash; started again empty",
                     segment.file, size);
-            channel.truncate(0);
-            writeSegmentHeader(channel, segment.first);
+            if (!preallocated) {
+                channel.truncate(0);
+            }
+            writeSegmentHeader(channel, segment.first); // over the zeros of a preallocated file, which it keeps
             return false;
         }
         if (incomplete) {
@@ -636,6 +774,12 @@ final class SegmentedLog implements AutoCloseable {
      * by accident: a record of data that is zeros ends before its zeros, or is complete and checks.
      */
     private static boolean unwrittenSectorsInside(FileChannel channel, long from, long to, long size) throws IOException {
+        long boundary = (firstTrailingZero(channel, from, size) + SECTOR_BYTES - 1) / SECTOR_BYTES * SECTOR_BYTES;
+        return boundary > from && boundary < Math.min(to, size);
+    }
+
+    /** Where the run of zeros that ends the file starts, at {@code from} or after it ({@code size} when the last byte is not zero). */
+    private static long firstTrailingZero(FileChannel channel, long from, long size) throws IOException {
         long firstTrailingZero = size;
         ByteBuffer chunk = ByteBuffer.allocate(64 << 10);
         scanning:
@@ -651,8 +795,7 @@ final class SegmentedLog implements AutoCloseable {
             }
             firstTrailingZero = start;
         }
-        long boundary = (firstTrailingZero + SECTOR_BYTES - 1) / SECTOR_BYTES * SECTOR_BYTES;
-        return boundary > from && boundary < Math.min(to, size);
+        return firstTrailingZero;
     }
 
     private static boolean isZero(byte[] bytes, int length) {
@@ -711,6 +854,7 @@ final class SegmentedLog implements AutoCloseable {
 
     @Override
     public void close() {
+        closeSpare();
         try {
             if (activeChannel != null) {
                 activeChannel.close();

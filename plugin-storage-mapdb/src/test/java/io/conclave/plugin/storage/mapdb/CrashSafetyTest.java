@@ -128,6 +128,23 @@ class CrashSafetyTest {
     @Test
     @Timeout(1200)
     void when_the_storage_is_crashed_at_random_moments_then_everything_acknowledged_is_there_intact(@TempDir Path work) throws Exception {
+        crashAtRandomMoments(work, false);
+    }
+
+    /**
+     * The same with the log's segments in preallocated files: the appends, and the stops inside them, land in the zeros
+     * of a spare taken at a roll, and a SIGKILL may stop the preparation of the next spare.
+     */
+    @Test
+    @Timeout(1200)
+    void when_the_storage_with_preallocated_segments_is_crashed_at_random_moments_then_everything_acknowledged_is_there_intact(
+            @TempDir Path work) throws Exception {
+        int endedInPreallocatedFile = crashAtRandomMoments(work, true);
+        assertTrue(endedInPreallocatedFile > 0, "some rounds stopped with the active segment in a preallocated file");
+    }
+
+    /** The rounds of SIGKILLs and stops inside appends; returns how many ended with a preallocated active segment. */
+    private static int crashAtRandomMoments(Path work, boolean preallocate) throws Exception {
         long seed = Long.getLong("storage.seed", System.nanoTime() % 100_000);
         String replay = "replay: mvn -B -pl plugin-storage-mapdb -am verify -Dsurefire.failIfNoSpecifiedTests=false -Dtest=CrashSafetyTest"
                 + " -Dstorage.seed=" + seed + " -Dstorage.kills=" + KILLS;
@@ -139,11 +156,12 @@ class CrashSafetyTest {
         int sigkills = 0;
         int crashPoints = 0;
         long entriesChecked = 0;
+        int endedInPreallocatedFile = 0;
         for (int round = 1; round <= KILLS; round++) {
             String where = "seed " + seed + ", round " + round + " (" + replay + ")";
             boolean tearing = random.nextInt(100) < 60;
             try (ChildJvm child = ChildJvm.start(List.of(), temporary, folder.toString(), Long.toString(seed * 1000 + round),
-                    Long.toString(SEGMENT_BYTES), tearing ? "15" : "0")) {
+                    Long.toString(SEGMENT_BYTES), tearing ? "15" : "0", preallocate ? "preallocate" : "grow")) {
                 if (tearing) {
                     if (!child.awaitExit(30_000)) {
                         child.kill();
@@ -156,6 +174,9 @@ class CrashSafetyTest {
                     sigkills++;
                 }
                 assertTrue(child.lines.stream().anyMatch(line -> line.startsWith("START ")), where + ": the storage opened: " + child.lines);
+                if (endsInPreallocatedZeros(folder)) {
+                    endedInPreallocatedFile++;
+                }
                 for (String op : child.acknowledged()) {
                     model.apply(op);
                     operations.merge(op.split(" ")[0], 1, Integer::sum);
@@ -174,9 +195,29 @@ class CrashSafetyTest {
         }
         assertTrue(operations.getOrDefault("suffix", 0) > 0 && operations.getOrDefault("prefix", 0) > 0
                 && operations.getOrDefault("term", 0) > 0 && operations.getOrDefault("cid", 0) > 0, "every operation ran: " + operations);
-        System.out.printf("crash test (seed %d): %d rounds, %d SIGKILLs, %d stops inside appends; operations acknowledged %s;"
-                + " %d entries checked in all, the last log %d..%d, term %d%n", seed, KILLS, sigkills, crashPoints, operations,
+        System.out.printf("crash test (seed %d, %s segments): %d rounds, %d SIGKILLs, %d stops inside appends, %d rounds ended"
+                + " with the active segment in a preallocated file; operations acknowledged %s; %d entries checked in all, the last log %d..%d, term %d%n",
+                seed, preallocate ? "preallocated" : "growing", KILLS, sigkills, crashPoints, endedInPreallocatedFile, operations,
                 entriesChecked, model.first, model.last, model.term);
+        return endedInPreallocatedFile;
+    }
+
+    /** Whether the crash left the active segment in a preallocated file: the segment size, its last 64 bytes zeros. */
+    private static boolean endsInPreallocatedZeros(Path folder) throws java.io.IOException {
+        Path active;
+        try (Stream<Path> files = Files.list(folder.resolve(FileStorage.LOG_FOLDER))) {
+            active = files.filter(file -> file.toString().endsWith(SegmentedLog.OPEN_SUFFIX)).findFirst().orElse(null);
+        }
+        if (active == null || Files.size(active) != SEGMENT_BYTES) {
+            return false;
+        }
+        byte[] bytes = Files.readAllBytes(active);
+        for (int i = bytes.length - 64; i < bytes.length; i++) {
+            if (bytes[i] != 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static final Pattern WRITE = Pattern.compile("^\\d+\\s+(pwrite64|write|writev|pwritev|pwritev2)\\(\\d+<([^>]*)>");

@@ -22,7 +22,8 @@ import java.util.Random;
  * of a batch (a prefix, or a prefix then zeros from a sector boundary, or only zeros past the end), or
  * between the write and its sync.
  *
- * <p>Arguments: folder, seed, segment bytes, crash point chance per append in thousandths (0: none).
+ * <p>Arguments: folder, seed, segment bytes, crash point chance per append in thousandths (0: none), and
+ * {@code preallocate} to write the segments into preallocated files (spares of zeros) rather than growing ones.
  */
 public final class CrashWriter {
 
@@ -57,6 +58,7 @@ public final class CrashWriter {
         long seed = Long.parseLong(args[1]);
         long segmentBytes = Long.parseLong(args[2]);
         int crashChancePerMille = Integer.parseInt(args[3]);
+        boolean preallocate = args.length > 4 && args[4].equals("preallocate");
         Random random = new Random(seed);
         if (crashChancePerMille > 0) {
             SegmentedLog.crashPoint = new Tearing(random, crashChancePerMille);
@@ -74,7 +76,7 @@ public final class CrashWriter {
         orphaned.setDaemon(true);
         orphaned.start();
         PrintStream out = System.out;
-        try (FileStorage storage = FileStorage.open(folder, segmentBytes)) {
+        try (FileStorage storage = FileStorage.open(folder, segmentBytes, preallocate)) {
             out.println("START " + storage.log().lastIndex());
             out.flush();
             for (long n = 0; ; n++) {
