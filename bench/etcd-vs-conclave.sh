@@ -26,9 +26,9 @@
 #
 # Environment: JAVA_OPTS and EXTRA_JAVA_OPTS are passed to the Conclave agents; CONCLAVE_DIST is the distribution
 # folder to run (default: this checkout's distribution/target); BENCH_TMP the folder under which both systems' data
-# directories are made (default /tmp: set it to a tmpfs to take the disk's syncs out of a comparison); JFR_DIR, when set, makes the script record every
-# measured Conclave load on every server with JFR (jcmd JFR.start right before the load, JFR.stop right after it, the
-# settings of JFR_SETTINGS, default "profile"), one file per load and server:
+# directories are made (default /tmp: set it to a tmpfs to take the disk's syncs out of a comparison); JFR_DIR, when
+# set, makes the script record every measured Conclave load on every server with JFR (jcmd JFR.start right before
+# the load, JFR.stop right after it, the settings of JFR_SETTINGS, default "profile"), one file per load and server:
 # $JFR_DIR/r<round>-conclave-<w|rc|rs><connections>-c<server>-<leader|follower>.jfr.
 #
 # Warm-up: keep the default 30 s for any figure. On a loaded two-core machine, with -w 1 or 2, Conclave's writes at 1
@@ -344,9 +344,9 @@ for entry in "${loads[@]}"; do
   ratio=-
   [ "$crate" != - ] && [ "$erate" != - ] && ratio=$(awk -v a="$crate" -v b="$erate" 'BEGIN {printf "%.2fx", a / b}')
   printf "%-56s %12s %9s %12s %9s %7s\n" "$(describe "$load" "$c")" "$crate" "$cp99" "$erate" "$ep99" "$ratio"
-  [ "$load" != wr ] || continue # its p99 goes into the history cell of the wrk line above
   [ "$cerr" = - ] || [ "$cerr" = 0 ] || echo "  Conclave: $cerr errors (non-2xx or socket) over the rounds"
   [ "$eerr" = - ] || [ "$eerr" = 0 ] || echo "  etcd: $eerr errors (non-2xx or socket) over the rounds"
+  [ "$load" != wr ] || continue # its p99 goes into the history cell of the wrk line above
   if [ "$ratio" != - ]; then
     errors_note=""
     [ "$cerr" = 0 ] && [ "$eerr" = 0 ] || errors_note=" ($cerr / $eerr errors)"

@@ -1,6 +1,7 @@
 package io.conclave.plugin.storage.mapdb;
 
 import io.conclave.api.storage.LogEntry;
+import io.conclave.testsupport.Poll;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -99,13 +100,7 @@ public final class SegmentPreallocationBenchmark {
     }
 
     private static void awaitSpare(Path folder) throws InterruptedException {
-        long deadline = System.nanoTime() + SPARE_DEADLINE.toNanos();
-        while (!Files.exists(folder.resolve(SpareSegment.READY_NAME))) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("no spare within " + SPARE_DEADLINE);
-            }
-            Thread.sleep(10); // a benchmark's set-up, not a test: waits for the preparing thread
-        }
+        Poll.until("the spare segment is prepared", SPARE_DEADLINE, () -> Files.exists(folder.resolve(SpareSegment.READY_NAME)));
     }
 
     private static double median(List<double[]> rounds, int which) {
