@@ -11,6 +11,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -27,8 +30,6 @@ final class NamespaceLock implements AutoCloseable {
 
     /** How often a build waiting for the lock says so. */
     static final long WAITING_MESSAGE_MILLIS = 30_000;
-    /** How often a waiting build tries the lock again. */
-    private static final long RETRY_MILLIS = 200;
 
     private static final Map<Path, Held> HELD = new HashMap<>();
 
@@ -74,30 +75,31 @@ final class NamespaceLock implements AutoCloseable {
         }
     }
 
+    /**
+     * The lock, at once when free; else a blocking {@link FileChannel#lock} while a daemon timer tells {@code waiting}
+     * at once and every {@link #WAITING_MESSAGE_MILLIS} who holds it.
+     */
     private static FileLock lockWaiting(FileChannel channel, Path file, Consumer<String> waiting) throws IOException {
-        long toldAt = 0;
-        while (true) {
-            FileLock lock;
-            try {
-                lock = channel.tryLock();
-            } catch (OverlappingFileLockException impossible) { // HELD has every lock of this JVM
-                throw new IllegalStateException("the lock of " + file + " is held in this JVM outside NamespaceLock", impossible);
-            }
+        try {
+            FileLock lock = channel.tryLock();
             if (lock != null) {
                 return lock;
             }
-            long now = System.currentTimeMillis();
-            if (toldAt == 0 || now - toldAt >= WAITING_MESSAGE_MILLIS) {
-                toldAt = now;
-                waiting.accept("waiting for " + file + " (" + holder(file) + "): another build on this machine uses these network"
-                        + " namespaces; they are removed when it ends (its process gone, the kernel frees the lock)");
-            }
-            try {
-                Thread.sleep(RETRY_MILLIS); // the pace of asking again: FileChannel.lock would block without a word
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while waiting for " + file, e);
-            }
+        } catch (OverlappingFileLockException impossible) { // HELD has every lock of this JVM
+            throw new IllegalStateException("the lock of " + file + " is held in this JVM outside NamespaceLock", impossible);
+        }
+        ScheduledExecutorService announcer = Executors.newSingleThreadScheduledExecutor(task -> {
+            Thread thread = new Thread(task, "namespace-lock-wait " + file);
+            thread.setDaemon(true);
+            return thread;
+        });
+        announcer.scheduleAtFixedRate(() -> waiting.accept("waiting for " + file + " (" + holder(file) + "): another build on"
+                + " this machine uses these network namespaces; they are removed when it ends (its process gone, the kernel"
+                + " frees the lock)"), 0, WAITING_MESSAGE_MILLIS, TimeUnit.MILLISECONDS);
+        try {
+            return channel.lock(); // an interrupt closes the channel: ClosedByInterruptException, an IOException
+        } finally {
+            announcer.shutdownNow();
         }
     }
 

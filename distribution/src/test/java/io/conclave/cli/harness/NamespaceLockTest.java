@@ -75,7 +75,7 @@ class NamespaceLockTest {
         NamespaceLock lock = NamespaceLock.acquire(Path.of(args[0]), message -> { });
         System.out.println("holding " + args[0]);
         System.out.flush();
-        Thread.sleep(Long.MAX_VALUE); // held until the test kills this process
+        new java.util.concurrent.CountDownLatch(1).await(); // held until the test kills this process
         lock.close();
     }
 }
