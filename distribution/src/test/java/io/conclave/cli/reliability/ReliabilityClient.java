@@ -37,8 +37,8 @@ import java.util.regex.Pattern;
  * answered), compare-and-sets and deletes a few keys through the HTTP API of a
  * server picked at random each time, with time-outs, and records every operation with its invocation and completion
  * (monotonic nanoseconds, the same clock as the test's) and its outcome: ok, failed (certainly not applied: refused, or
- * no connection), or unknown (it may have been applied). Keys are retired after {@link #OPS_PER_KEY} operations, so
- * that each key's history stays small enough for the linearizability search.
+ * no connection), or unknown (it may have been applied). Keys are retired after {@link #OPS_PER_KEY} recorded
+ * operations, so that each key's history stays small enough for the linearizability search.
  *
  * <p>Commands on stdin, from the test: {@code transfer} (a leadership transfer, asked of the leader), {@code leave N}
  * (server N leaves gracefully), {@code stop} (the clients stop, their last operations answered or timed out), then
@@ -84,20 +84,28 @@ public final class ReliabilityClient {
         List<String> servers = List.of(args[0].split(","));
         int clients = Integer.parseInt(args[1]);
         Path out = Path.of(args[2]);
+        int patientReaders = args.length > 3 ? Integer.parseInt(args[3]) : 0;
         try (PrintWriter history = new PrintWriter(Files.newBufferedWriter(out, StandardCharsets.UTF_8), true)) {
             ReliabilityClient client = new ReliabilityClient(servers, history);
-            client.run(clients);
+            client.run(clients, patientReaders);
         }
         System.exit(0);
     }
 
-    private void run(int clients) throws Exception {
+    /**
+     * Runs {@code clients} threads, the last {@link #READERS} of them readers only, then {@code patientReaders} more
+     * readers with the writers' time-out ({@link #TIMEOUT}): a read of theirs sent to a server that knows no leader
+     * waits there through the election, and is confirmed by the new leader the moment it is elected.
+     */
+    private void run(int clients, int patientReaders) throws Exception {
         awaitServers();
         List<Thread> threads = new ArrayList<>();
-        for (int c = 1; c <= clients; c++) {
+        for (int c = 1; c <= clients + patientReaders; c++) {
             int id = c;
             boolean reader = c > clients - READERS;
-            Thread thread = new Thread(() -> work(id, reader), (reader ? "reader-" : "client-") + c);
+            Duration readTimeout = c > clients ? TIMEOUT : reader ? READER_TIMEOUT : TIMEOUT;
+            String name = (c > clients ? "patient-reader-" : reader ? "reader-" : "client-") + c;
+            Thread thread = new Thread(() -> work(id, reader, readTimeout), name);
             thread.start();
             threads.add(thread);
         }
@@ -145,12 +153,22 @@ public final class ReliabilityClient {
     }
 
     private synchronized String pickKey(Random random) {
-        int slot = random.nextInt(ACTIVE_KEYS);
-        if (++keyOps[slot] > OPS_PER_KEY) {
-            keys[slot] = newKey();
-            keyOps[slot] = 1;
+        return keys[random.nextInt(ACTIVE_KEYS)];
+    }
+
+    /**
+     * Counts an operation recorded for the linearizability search on {@code key}, and retires the key once it has
+     * {@link #OPS_PER_KEY}. Only those count: a read given up on (not recorded) or a stale read (checked apart) does
+     * not, so that a key read in vain through a fault still holds the writes made before it (with more readers, all
+     * counted, keys lived about six seconds, less than a fault, and the reads after an election found keys made since).
+     */
+    private synchronized void counted(String key) {
+        for (int slot = 0; slot < ACTIVE_KEYS; slot++) {
+            if (keys[slot].equals(key) && ++keyOps[slot] >= OPS_PER_KEY) {
+                keys[slot] = newKey();
+                keyOps[slot] = 0;
+            }
         }
-        return keys[slot];
     }
 
     // ---------------------------------------------------------------- the workload
@@ -161,7 +179,7 @@ public final class ReliabilityClient {
         }
     }
 
-    private void work(int client, boolean reader) {
+    private void work(int client, boolean reader, Duration readTimeout) {
         Random random = ThreadLocalRandom.current();
         int counter = 0;
         while (running.get()) {
@@ -169,7 +187,6 @@ public final class ReliabilityClient {
             int server = random.nextInt(servers.size());
             String base = servers.get(server) + "/v1/kv/" + key;
             int dice = random.nextInt(reader ? 35 : 100); // a reader: stale, default and consistent reads only
-            Duration readTimeout = reader ? READER_TIMEOUT : TIMEOUT;
             if (dice < 8) { // a stale read, of any server: checked only for going back in time on one server
                 long invoked = System.nanoTime();
                 Answer answer = call(HttpRequest.newBuilder(URI.create(base + "?stale")).GET(), readTimeout);
@@ -266,6 +283,9 @@ public final class ReliabilityClient {
 
     private void op(int client, String kind, String key, String value, String expected, long invoked, long returned, String output,
                     String outcome, int server, String note) {
+        if (!kind.equals("STALE") && running.get()) { // the final reads retire nothing
+            counted(key);
+        }
         record(String.join("\t", "op", Integer.toString(client), kind, key, text(value), text(expected), Long.toString(invoked),
                 Long.toString(returned), text(output), outcome, Integer.toString(server + 1), text(note)));
     }
@@ -474,7 +494,7 @@ public final class ReliabilityClient {
             record(String.join("\t", "state", Integer.toString(i + 1), server.store() == null ? "unreachable" : server.store()));
         }
         long readsEnd = System.nanoTime() + 60_000_000_000L; // all the final reads: at most a minute
-        for (String key : used) {
+        for (String key : List.copyOf(used)) {
             boolean read = false;
             for (int attempt = 0; attempt < 20 && !read && System.nanoTime() < readsEnd; attempt++) {
                 String base = servers.get(attempt % servers.size()) + "/v1/kv/" + key + "?raw&consistent";

@@ -41,7 +41,8 @@ class ReliabilityIT {
         ReliabilityRun.Result result;
         try { // the run's own deadline: its length and 8 minutes to start, heal, check and report
             result = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(duration.plusMinutes(8),
-                    () -> new ReliabilityRun(seed, servers, duration, work, unsafeBugs()).onlyFaults(faults()).sequence(sequence()).run());
+                    () -> new ReliabilityRun(seed, servers, duration, work, unsafeBugs()).onlyFaults(faults()).sequence(sequence())
+                            .patientReaders(patientReaders()).run());
         } catch (Exception | AssertionError e) {
             throw new AssertionError("reliability run of seed " + seed + " broke: " + e + "\n" + keep(work, seed) + replay(seed), e);
         }
@@ -95,11 +96,17 @@ class ReliabilityIT {
         return System.getProperty("reliability.faults", "").strip();
     }
 
+    /** {@code -Dreliability.patientReaders=N}: N read-only clients with the writers' time-out beside the ten ({@link ReliabilityRun#patientReaders}). */
+    private static int patientReaders() {
+        return Integer.getInteger("reliability.patientReaders", 0);
+    }
+
     private static String replay(long seed) {
         return "  replay the nemesis: mvn -B -pl distribution -am verify -Dit.test=ReliabilityIT -Dreliability.seed=" + seed
                 + (unsafeBugs().isEmpty() ? "" : " -Dreliability.unsafeBugs=" + unsafeBugs())
                 + (faults().isEmpty() ? "" : " -Dreliability.faults=" + faults())
                 + (sequence().isEmpty() ? "" : " -Dreliability.sequence=" + sequence())
+                + (patientReaders() == 0 ? "" : " -Dreliability.patientReaders=" + patientReaders())
                 + " -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false";
     }
 }
