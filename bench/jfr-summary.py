@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""Where a Conclave server's CPU samples went, from a JFR recording (issue 42's profile).
+"""Where a Conclave server's CPU samples went, from a JFR recording or async-profiler's collapsed stacks (issue 42).
 
     bench/jfr-summary.py [--jfr /path/to/jfr] [--top N] recording.jfr...
+    bench/jfr-summary.py --collapsed [--top N] stacks.collapsed...
+
+--collapsed reads async-profiler's output (`-agentpath:libasyncProfiler.so=start,event=cpu,threads,collapsed,file=F`:
+one line per distinct stack, thread first, root to top, then its sample count), which samples the CPU from the kernel's
+perf events and sees native and kernel frames and GC threads too, where JFR on this two-core machine took few samples.
 
 For each recording: the execution samples by thread (thread names with their numbers and IDs folded), by stage (the
 first frame, from the top of the stack, that belongs to a known stage: HTTP parsing and encoding, the gRPC transport,
@@ -98,14 +103,45 @@ def summarize(tool, path, top):
         print("  collections: none")
 
 
+def summarize_collapsed(path, top):
+    """The same tables from async-profiler's collapsed stacks ("thread;root;...;top count" per line)."""
+    threads, stages, tops = collections.Counter(), collections.Counter(), collections.Counter()
+    total = 0
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            count = int(count)
+            frames = stack.split(";")
+            thread = frames.pop(0) if frames and frames[0].startswith("[") else "?"
+            thread = re.sub(r" tid=\d+", "", thread.strip("[]"))
+            frames = [f.replace("/", ".").removesuffix("_[j]").removesuffix("_[i]").removesuffix("_[0]") for f in reversed(frames)]
+            threads[re.sub(r"\d+", "N", thread)] += count
+            if frames:
+                tops[frames[0]] += count
+            stages[stage_of(frames)] += count
+            total += count
+    total = max(1, total)
+    print(f"== {path}: {total} CPU samples")
+    for title, counter in (("by thread", threads), ("by stage", stages), ("top frames", tops)):
+        print(f"  {title}:")
+        for name, count in counter.most_common(top):
+            print(f"    {count:6d} {100.0 * count / total:5.1f}%  {name}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jfr", default=os.environ.get("JFR_TOOL", "jfr"))
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--collapsed", action="store_true", help="the inputs are async-profiler's collapsed stacks")
     parser.add_argument("recordings", nargs="+")
     arguments = parser.parse_args()
     for path in arguments.recordings:
-        summarize(arguments.jfr, path, arguments.top)
+        if arguments.collapsed:
+            summarize_collapsed(path, arguments.top)
+        else:
+            summarize(arguments.jfr, path, arguments.top)
 
 
 if __name__ == "__main__":

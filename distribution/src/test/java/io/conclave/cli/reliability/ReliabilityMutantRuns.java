@@ -57,8 +57,8 @@ class ReliabilityMutantRuns {
                 // laggards, and only where the read is served before the commit reaches that server: the runtime
                 // answers a heartbeat only after the persist under way, applies a Ready's entries before its reads,
                 // and sends a follower a new commit at once (the commit bump), so most such reads come out fresh.
-                // About one run in two to four catches it (runs of 2026-12-07: 1 of 4 with the ten clients, 2 of
-                // 4 with six patient readers beside them): eight attempts
+                // About one run in two to four catches it (runs of 2026-12-07: 1 of 4 with the ten clients, 3 of
+                // 7 with six patient readers beside them): eight attempts
                 Arguments.of("READ_BEFORE_OWN_TERM_COMMIT", "minority-behind-slow-catch-up", 6, 8),
                 Arguments.of("HEARTBEAT_COMMIT_NOT_CAPPED", "isolated-leader-loss", 0, ATTEMPTS));
         String only = System.getProperty("reliability.mutant", "").strip();
