@@ -5,8 +5,8 @@
     bench/jfr-summary.py --collapsed [--top N] stacks.collapsed...
 
 --collapsed reads async-profiler's output (`-agentpath:libasyncProfiler.so=start,event=cpu,threads,collapsed,file=F`:
-one line per distinct stack, thread first, root to top, then its sample count), which samples the CPU from the kernel's
-perf events and sees native and kernel frames and GC threads too, where JFR on this two-core machine took few samples.
+one line per distinct stack, thread first, root to top, then its sample count), which sees native, kernel, compiler and
+GC threads too. Mind docs/performance.md's trap: as an agent here, async-profiler 4.0 slowed the servers 7-13-fold.
 
 For each recording: the execution samples by thread (thread names with their numbers and IDs folded), by stage (the
 first frame, from the top of the stack, that belongs to a known stage: HTTP parsing and encoding, the gRPC transport,

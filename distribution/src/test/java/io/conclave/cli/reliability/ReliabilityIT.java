@@ -96,7 +96,10 @@ class ReliabilityIT {
         return System.getProperty("reliability.faults", "").strip();
     }
 
-    /** {@code -Dreliability.patientReaders=N}: N read-only clients with the writers' time-out beside the ten ({@link ReliabilityRun#patientReaders}). */
+    /**
+     * {@code -Dreliability.patientReaders=N}: N read-only clients with the writers' time-out beside the ten
+     * ({@link ReliabilityRun#patientReaders}).
+     */
     private static int patientReaders() {
         return Integer.getInteger("reliability.patientReaders", 0);
     }

@@ -114,11 +114,11 @@ final class ReliabilityRun {
 
     /**
      * {@code minority-behind-leader-loss} with the laggards' disks always slow as they catch up (80-180 ms a sync): the
-     * restarted leader, which knows no commit yet, confirms reads whose index is its stale commit while its first entry
-     * waits for their syncs, and a laggard serving a read it forwarded there answers from its own state, older than
-     * writes acknowledged before the leader died. Each sync stays under the readers' time-out ({@link
-     * ReliabilityClient#READER_TIMEOUT}): a read waits for one of them, and with longer syncs every such read was given
-     * up before its answer (three runs of four faults with 300-600 ms syncs, and two with 1-2 s syncs of the log
+     * restarted leader knows no commit until its first entry is durable on them, and a read it confirms before then
+     * has its stale commit for index (served stale only where the new commit has not yet reached the serving server:
+     * {@code ReliabilityMutantRuns} says why that is rare). Each sync stays under the readers' time-out ({@link
+     * ReliabilityClient#READER_TIMEOUT}): a read there waits for one of them, and with longer syncs every such read was
+     * given up before its answer (three runs of four faults with 300-600 ms syncs, and two with 1-2 s syncs of the log
      * alone, which also cost the leader its quorum's heartbeat answers, caught nothing). Chosen by name only.
      */
     static final int MINORITY_BEHIND_SLOW_CATCH_UP = 17;
@@ -647,8 +647,9 @@ final class ReliabilityRun {
                 servers[leader].process.waitFor(30, TimeUnit.SECONDS);
                 hosts.dropSockets(leader);
                 slowDisk(leader, 0);
-                // half the time the laggards' disks are slow as they catch up: the restarted leader, which knows no
-                // commit yet, hears their heartbeat answers at once while its first entry waits for their syncs
+                // half the time (always in MINORITY_BEHIND_SLOW_CATCH_UP) the laggards' disks are slow as they catch
+                // up: the restarted leader, which knows no commit yet, leads that long before its first entry commits
+                // (a laggard answers a heartbeat only after the persist under way, so its answers wait too)
                 int laggardStall = choice == MINORITY_BEHIND_SLOW_CATCH_UP ? 80 + random.nextInt(100)
                         : random.nextBoolean() ? 100 + random.nextInt(300) : 0;
                 for (int lagging : behind) {
