@@ -238,9 +238,15 @@ class HealthWatchBenchmark {
         }
     }
 
+    /** The watched query's index now; an answer that is not a 200 with an index fails with its status and body. */
     private static long index(int port) throws Exception {
         HttpResponse<String> response = Http.call("GET", port, WATCHED_PATH, null);
-        return Long.parseLong(response.headers().firstValue("X-Consul-Index").orElseThrow());
+        String index = response.headers().firstValue("X-Consul-Index").orElse(null);
+        if (response.statusCode() != 200 || index == null) {
+            throw new IllegalStateException("GET " + WATCHED_PATH + " on port " + port + " answered " + response.statusCode()
+                    + (index == null ? " without X-Consul-Index" : "") + ": " + response.body());
+        }
+        return Long.parseLong(index);
     }
 
     @Test
