@@ -219,6 +219,7 @@ public final class RaftNode {
             return null;
         }).compose(ignored -> Future.<RaftNode>future(promise -> node.context.runOnContext(v -> {
             node.timerId = vertx.setPeriodic(options.tickMillis(), tick -> node.tick());
+            node.refreshStatus(); // the restored term and log, before any Ready (the first may be an election timeout away)
             node.pump();
             promise.complete(node);
         })));
@@ -1043,8 +1044,7 @@ public final class RaftNode {
                 configurationSnapshot.servers().forEach(server -> knownAddresses.put(server.id(), server.address()));
             }
             String leaderBefore = status.leaderId();
-            status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
-                    lastLeaderContact, core.configuration().contains(id), startedNanos);
+            refreshStatus();
             if (!leaderWaiters.isEmpty() && core.leaderId() != null && !core.leaderId().equals(leaderBefore)) {
                 List<Promise<Void>> waiting = new ArrayList<>(leaderWaiters);
                 leaderWaiters.clear();
@@ -1147,6 +1147,12 @@ public final class RaftNode {
             metrics.record(NodeMetrics.COMMIT_LATENCY, System.nanoTime() - pending.proposedNanos());
             settle(() -> pending.handle().complete(new Applied(entry.index(), result)));
         }, this::answerNotApplied);
+    }
+
+    /** What {@link #status()} shows, read from the core now (the node's context). */
+    private void refreshStatus() {
+        status = new Status(core.role(), core.term(), core.leaderId(), core.lastIndex(), core.commitIndex(), applied,
+                lastLeaderContact, core.configuration().contains(id), startedNanos);
     }
 
     private void serveReads() {

@@ -131,4 +131,36 @@ class RecoveredStateTest {
             store.close();
         }
     }
+
+    /**
+     * What a restarted node shows of itself ({@code /v1/agent/self}, {@code /v1/status}) comes from its storage as soon
+     * as it started, not from its first {@code Ready}, which may be an election timeout away: before, it showed term 0
+     * and an empty log until then.
+     */
+    @Test
+    void when_a_node_restarts_then_its_status_shows_the_stored_term_and_log_before_anything_happens() throws Exception {
+        InMemoryStorage storage = new InMemoryStorage();
+        RaftNode solo = startSolo(storage, new KvStateMachine());
+        assertArrayEquals(KvResult.TRUE.encode(), Await.result(solo.propose(put("k", "v"))));
+        long term = solo.status().term();
+        long lastIndex = solo.status().lastIndex();
+        Await.result(solo.stop());
+        assertTrue(term > 0 && lastIndex > 0, "the first run elected itself and wrote: term " + term + ", last index " + lastIndex);
+        // again, with an election timeout of minutes: nothing moves, no Ready comes
+        RaftConfig still = new RaftConfig(10_000, 20_000, 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
+                RaftConfig.DEFAULT_MAX_BYTES_PER_MESSAGE, RaftConfig.defaults().maxInflightMessages(),
+                RaftConfig.defaults().maxUncommittedEntries(), RaftConfig.defaults().maxUncommittedBytes(),
+                RaftConfig.defaults().maxHeldProposals(), RaftConfig.defaults().maxPendingReads(), RaftConfig.defaults().departedAckTicks(),
+                false, java.util.Set.of());
+        LocalTransport none = new LocalTransport();
+        RaftNode restarted = Await.result(RaftNode.start(vertx, "solo", still, ShutdownOnRemovePolicyProvider.POLICY, storage,
+                new KvStateMachine(), none.from("solo"), NO_SNAPSHOTS, null));
+        try {
+            RaftNode.Status status = restarted.status();
+            assertEquals(term, status.term(), "the stored term, at once");
+            assertEquals(lastIndex, status.lastIndex(), "the stored log's last index, at once");
+        } finally {
+            Await.result(restarted.stop());
+        }
+    }
 }
