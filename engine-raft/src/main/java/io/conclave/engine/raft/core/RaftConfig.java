@@ -139,6 +139,13 @@ public record RaftConfig(
                 maxPendingReads, departedAckTicks, fastFailover, bugs);
     }
 
+    /** These settings with an election timeout drawn from {@code [minTicks, maxTicks)}; {@link #validate} checks it. */
+    public RaftConfig withElectionTimeoutTicks(int minTicks, int maxTicks) {
+        return new RaftConfig(minTicks, maxTicks, heartbeatTicks, preVote, checkQuorum,
+                maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,
+                maxPendingReads, departedAckTicks, fastFailover, unsafeBugs);
+    }
+
     public RaftConfig withFastFailover(boolean enabled) {
         return new RaftConfig(electionTimeoutMinTicks, electionTimeoutMaxTicks, heartbeatTicks, preVote, checkQuorum,
                 maxEntriesPerMessage, maxBytesPerMessage, maxInflightMessages, maxUncommittedEntries, maxUncommittedBytes, maxHeldProposals,

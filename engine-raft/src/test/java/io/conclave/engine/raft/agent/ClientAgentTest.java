@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.conclave.engine.raft.config.ConfigLoader;
 import io.conclave.engine.raft.testing.Await;
+import io.conclave.engine.raft.testing.FreshPorts;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -47,14 +47,24 @@ class ClientAgentTest {
 
     @BeforeAll
     static void start() throws Exception {
-        raftPorts = List.of(freePort(), freePort(), freePort());
-        String list = new JsonArray(raftPorts.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
         String acl = "\"acl\": {\"enabled\": true, \"default_policy\": \"deny\", \"tokens\": {\"initial_management\": \"" + MANAGEMENT + "\"}}";
-        for (int i = 0; i < 3; i++) {
-            servers.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \""
-                    + work.resolve("data" + i) + "\", \"bootstrap_expect\": 3, \"static_servers\": " + list + ", \"ports\": {\"dns\": -1, \"http\": 0,"
-                    + " \"server\": " + raftPorts.get(i) + ", \"serf_lan\": 0}, " + acl + "}", false, "test"), null));
-        }
+        raftPorts = FreshPorts.start("three servers", 3, (ports, attempt) -> { // their list names every port before any binds
+            String list = new JsonArray(ports.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    servers.add(Agent.start(ConfigLoader.parse("{\"server\": true, \"node_name\": \"s" + i + "\", \"data_dir\": \""
+                            + work.resolve("data" + i + "-" + attempt) + "\", \"bootstrap_expect\": 3, \"static_servers\": " + list
+                            + ", \"ports\": {\"dns\": -1, \"http\": 0, \"server\": " + ports.get(i) + ", \"serf_lan\": 0}, " + acl + "}",
+                            false, "test"), null));
+                }
+            } catch (Exception | Error e) {
+                servers.forEach(Agent::stop);
+                servers.clear();
+                throw e;
+            }
+            return ports;
+        });
+        String list = new JsonArray(raftPorts.stream().map(port -> (Object) ("127.0.0.1:" + port)).toList()).encode();
         client = Agent.start(ConfigLoader.parse("{\"node_name\": \"c1\", \"data_dir\": \"" + work.resolve("client") + "\", \"static_servers\": "
                 + list + ", \"ports\": {\"dns\": -1, \"http\": 0, \"serf_lan\": 0}, \"ui_config\": {\"enabled\": true}, " + acl + "}", false,
                 "test"), null);
@@ -74,12 +84,6 @@ class ClientAgentTest {
             client.stop();
         }
         servers.forEach(Agent::stop);
-    }
-
-    static int freePort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        }
     }
 
     static HttpResponse<String> call(Agent agent, String method, String path, String body, String token) throws Exception {

@@ -16,7 +16,6 @@ import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.net.SocketAddress;
-import java.net.ServerSocket;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -61,9 +60,7 @@ class ForwardingCatalogWriterServerTest {
     }
 
     private static SocketAddress refused() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return SocketAddress.inetSocketAddress(socket.getLocalPort(), "127.0.0.1");
-        }
+        return SocketAddress.inetSocketAddress(io.conclave.engine.raft.testing.FreshPorts.free(1).get(0), "127.0.0.1"); // closed: nothing listens
     }
 
     private ForwardingCatalogWriter writer(List<SocketAddress> servers) {

@@ -10,7 +10,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.core.net.NetServer;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,9 +79,7 @@ class LocalAgentTest {
     }
 
     private static int refusedPort() throws Exception {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort(); // closed: nothing listens there now
-        }
+        return io.conclave.engine.raft.testing.FreshPorts.free(1).get(0); // closed: nothing listens there now
     }
 
     @Test

@@ -147,11 +147,7 @@ class RecoveredStateTest {
         Await.result(solo.stop());
         assertTrue(term > 0 && lastIndex > 0, "the first run elected itself and wrote: term " + term + ", last index " + lastIndex);
         // again, with an election timeout of minutes: nothing moves, no Ready comes
-        RaftConfig still = new RaftConfig(10_000, 20_000, 1, true, true, RaftConfig.DEFAULT_MAX_ENTRIES_PER_MESSAGE,
-                RaftConfig.DEFAULT_MAX_BYTES_PER_MESSAGE, RaftConfig.defaults().maxInflightMessages(),
-                RaftConfig.defaults().maxUncommittedEntries(), RaftConfig.defaults().maxUncommittedBytes(),
-                RaftConfig.defaults().maxHeldProposals(), RaftConfig.defaults().maxPendingReads(), RaftConfig.defaults().departedAckTicks(),
-                false, java.util.Set.of());
+        RaftConfig still = RaftConfig.defaults().withElectionTimeoutTicks(10_000, 20_000);
         LocalTransport none = new LocalTransport();
         RaftNode restarted = Await.result(RaftNode.start(vertx, "solo", still, ShutdownOnRemovePolicyProvider.POLICY, storage,
                 new KvStateMachine(), none.from("solo"), NO_SNAPSHOTS, null));
