@@ -56,6 +56,17 @@ public final class AgentProcess implements AutoCloseable {
     /** A system property of this JVM: options, separated by spaces, added to every child's. */
     public static final String EXTRA_JVM_OPTIONS = "it.child.jvm";
 
+    /**
+     * A system property of this JVM: {@code quick} starts every child with the C1 compiler only (the normal build's
+     * integration tests: half a start's CPU on two cores), anything else (the default, and every benchmark profile)
+     * with the JVM's full JIT, as in production. A test that loads its servers passes {@link #FULL_JIT} among its
+     * options, which come after this one and so win.
+     */
+    public static final String CHILD_JIT = "it.child.jit";
+
+    /** JVM options for a child that must run with the full JIT whatever {@link #CHILD_JIT} says. */
+    public static final List<String> FULL_JIT = List.of("-XX:TieredStopAtLevel=4");
+
     /** With {@code jvmOptions} added to the defaults ({@code -Xmx256m}, exit on running out of memory). */
     public static AgentProcess start(Path work, List<String> jvmOptions, String... args) throws IOException {
         return startFrom(distribution(), work, jvmOptions, args);
@@ -131,6 +142,9 @@ public final class AgentProcess implements AutoCloseable {
         command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp")),
                 "-Dconclave.home=" + home));
+        if ("quick".equals(System.getProperty(CHILD_JIT))) {
+            command.add("-XX:TieredStopAtLevel=1"); // before the test's own options: FULL_JIT among them wins
+        }
         command.addAll(jvmOptions);
         String extra = System.getProperty(EXTRA_JVM_OPTIONS, "");
         if (!extra.isBlank()) { // a benchmark's own, for every child (a GC log, say)

@@ -333,7 +333,7 @@ class AutopilotProcessIT {
     @Test
     void when_one_server_leaves_and_rejoins_again_and_again_then_the_leader_never_loses_leadership(@TempDir Path work)
             throws Exception {
-        int cycles = Integer.getInteger("it.leave.cycles", 10);
+        int cycles = Integer.getInteger("it.leave.cycles", 4);
         try {
             List<Node> nodes = cluster.cluster(work, 3, "\"leave_on_terminate\": true,");
             Node leader = cluster.awaitLeader(nodes);

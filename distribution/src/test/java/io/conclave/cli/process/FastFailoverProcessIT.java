@@ -224,7 +224,7 @@ class FastFailoverProcessIT {
                     + count + ", \"bind_addr\": \"" + hosts.address(i) + "\", \"client_addr\": \"" + hosts.address(i) + "\", \"ports\": {\"dns\": -1, \"http\": "
                     + HTTP + ", \"server\": " + RAFT + ", \"serf_lan\": " + SERF + "}, \"retry_join\": " + join
                     + ", \"autopilot\": {\"cleanup_dead_servers\": false}}");
-            servers.put(i, AgentProcess.startInside(hosts.namespace(i), dir, List.of(), "agent", "-config-file", config.toString()));
+            servers.put(i, AgentProcess.startInside(hosts.namespace(i), dir, AgentProcess.FULL_JIT, "agent", "-config-file", config.toString()));
         }
 
         /** An HTTP call from the hub (where clients run): status code, then the body; null if it got no answer. */

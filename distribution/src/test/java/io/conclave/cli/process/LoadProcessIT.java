@@ -189,6 +189,16 @@ class LoadProcessIT {
         return counter(port, "vertx.blocked_thread.held_reports");
     }
 
+    /**
+     * {@code options} and the full JIT: these tests load their servers (floods, snapshots under writes, huge reads), so
+     * they run them compiled as in production, whatever the build's quick start for other tests ({@link AgentProcess#CHILD_JIT}).
+     */
+    private static List<String> withFullJit(String... options) {
+        List<String> all = new ArrayList<>(List.of(options));
+        all.addAll(AgentProcess.FULL_JIT);
+        return all;
+    }
+
     @Test
     void when_a_restarted_follower_catches_up_from_a_snapshot_while_writes_continue_then_it_holds_every_key() throws Exception {
         int keys = Integer.getInteger("it.snapshot.keys", 20_000);
@@ -201,7 +211,7 @@ class LoadProcessIT {
             String store = System.getProperty("it.snapshot.store", "");
             ClusterProcessIT.startCluster(work, nodes, "100ms", (store.isBlank() ? "" : "\"plugins\": {\"state_store\": \"" + store + "\"}, ")
                     + "\"raft\": {\"snapshot_threshold\": 1024, \"trailing_logs\": 256},",
-                    List.of("-Xmx" + heap, "-Xlog:gc:file=" + work.resolve("gc-{name}.log")));
+                    withFullJit("-Xmx" + heap, "-Xlog:gc:file=" + work.resolve("gc-{name}.log")));
             ClusterProcessIT.Node leader = ClusterProcessIT.awaitAgreedLeader(nodes);
             int lagging = nodes.indexOf(nodes.stream().filter(node -> node != leader).findFirst().orElseThrow());
             ClusterProcessIT.Node follower = nodes.get(lagging);
@@ -228,7 +238,7 @@ class LoadProcessIT {
             during.start();
             long restarted = System.nanoTime();
             Path config = work.resolve("s" + lagging + ".json");
-            AgentProcess again = AgentProcess.start(work, List.of("-Xmx" + heap, "-Xlog:gc:file=" + work.resolve("gc-again.log")),
+            AgentProcess again = AgentProcess.start(work, withFullJit("-Xmx" + heap, "-Xlog:gc:file=" + work.resolve("gc-again.log")),
                     "agent", "-config-file", config.toString());
             nodes.set(lagging, new ClusterProcessIT.Node(again, follower.httpPort(), follower.raftAddress()));
             awaitCondition("the restarted follower catches up", () -> {
@@ -280,7 +290,7 @@ class LoadProcessIT {
         Path config = work.resolve("agent.json");
         Files.writeString(config, "{\"server\": true, \"data_dir\": \"" + work.resolve("data") + "\", \"bootstrap_expect\": 1, \"ports\": {\"dns\": -1, \"http\": "
                 + port + ", \"server\": " + AgentProcess.freePort() + ", \"serf_lan\": 0}}");
-        try (AgentProcess agent = AgentProcess.start(work, List.of("-Xmx" + heap, "-Dconclave.eventLoopLimitMillis=100"),
+        try (AgentProcess agent = AgentProcess.start(work, withFullJit("-Xmx" + heap, "-Dconclave.eventLoopLimitMillis=100"),
                 "agent", "-config-file", config.toString())) {
             awaitCondition("the agent leads", () -> {
                 try {
@@ -332,7 +342,7 @@ class LoadProcessIT {
             throws Exception {
         List<ClusterProcessIT.Node> nodes = new ArrayList<>();
         try {
-            ClusterProcessIT.startCluster(work, nodes, "100ms", "", List.of("-Xlog:gc:file=" + work.resolve("gc-{name}.log")));
+            ClusterProcessIT.startCluster(work, nodes, "100ms", "", withFullJit("-Xlog:gc:file=" + work.resolve("gc-{name}.log")));
             ClusterProcessIT.Node leader = ClusterProcessIT.awaitAgreedLeader(nodes);
             // unique keys, every acknowledged one checked at the end; small values, so that the state itself (kept in
             // memory, as Consul keeps it) stays far below the heap and only the write path's buffering is on trial

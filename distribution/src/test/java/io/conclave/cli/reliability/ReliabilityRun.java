@@ -307,7 +307,8 @@ final class ReliabilityRun {
         Path file = dir.resolve(fresh ? "config-" + names[i] + ".json" : "config.json");
         Files.writeString(file, config);
         // every kill -9 is a power loss: what was not synced is gone; and the disk can be made slow while it runs
-        List<String> jvm = List.of(PROPERTY_POWER_LOSS, "-Dconclave.test.syncStallFile=" + syncStall(i));
+        List<String> jvm = new ArrayList<>(List.of(PROPERTY_POWER_LOSS, "-Dconclave.test.syncStallFile=" + syncStall(i)));
+        jvm.addAll(AgentProcess.FULL_JIT); // compiled as in production: the nemesis meets the load it was tuned with
         String namespace = hosts != null ? hosts.namespace(i) : null;
         if (!unsafeBugs.isEmpty()) {
             servers[i] = AgentProcess.startUnsafe(namespace, unsafeBugs, dir, jvm, "agent", "-config-file", file.toString());
