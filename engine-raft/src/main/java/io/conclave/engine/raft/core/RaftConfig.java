@@ -117,7 +117,12 @@ public record RaftConfig(
          * The runtime's rule before its fix: answer a write "certainly not applied" as soon as its entry is
          * replaced in the former leader's own, uncommitted log (read by {@code runtime.PendingWrites}).
          */
-        ANSWER_NOT_APPLIED_BEFORE_COMMIT
+        ANSWER_NOT_APPLIED_BEFORE_COMMIT,
+        /**
+         * A leader applies the entries committed during its persist even when the outstanding Ready's own committed
+         * entries wait for that persist's end: they are then applied after entries that follow them in the log.
+         */
+        APPLY_DURING_PERSIST_OUT_OF_ORDER
     }
 
     public RaftConfig {

@@ -528,7 +528,78 @@ public final class RaftCore {
         outcomes.clear();
         events.clear();
         outstanding = ready;
+        outstandingAppliesEarly = mayApplyEarly(ready);
         return ready;
+    }
+
+    // ---------------------------------------------------------------- a leader's applies during its persist (issue 42)
+
+    /** Whether the outstanding Ready's committed entries may be (and are) applied before its persist ends. */
+    private boolean outstandingAppliesEarly;
+    private Ready applyOutstanding;
+
+    /**
+     * Whether the driver applies {@code ready}'s committed entries, and hands out its events, outcomes and read states,
+     * before the persist it asks for rather than after: on a leader whose term and vote stand and that installs no
+     * snapshot, when every such entry is already durable in its own log (at or below the persisted index). Then, while
+     * that persist runs, {@link #hasAppliesReady} may offer the entries the followers' acknowledgements commit meanwhile,
+     * which come after these in the log and so must be applied after them.
+     */
+    public boolean appliesBeforePersist(Ready ready) {
+        return ready == outstanding && outstandingAppliesEarly;
+    }
+
+    private boolean mayApplyEarly(Ready ready) {
+        if (role != Role.LEADER || ready.hardState() != null || ready.snapshotToInstall() != null || !ready.mustPersist()) {
+            return false;
+        }
+        List<LogEntry> committed = ready.committedEntries();
+        return committed.isEmpty() || committed.get(committed.size() - 1).index() <= log.persisted;
+    }
+
+    /**
+     * Whether, during the outstanding Ready's persist, entries committed since are durable here and may be applied now
+     * ({@link #appliesReady}): only on a leader whose term and vote stand, and only after the outstanding Ready's own
+     * committed entries were applied (before its persist, see {@link #appliesBeforePersist}).
+     */
+    public boolean hasAppliesReady() {
+        if (outstanding == null || applyOutstanding != null || role != Role.LEADER || hardStateChanged || snapshotToInstall != null) {
+            return false;
+        }
+        if (!outstandingAppliesEarly && !config.has(RaftConfig.UnsafeBug.APPLY_DURING_PERSIST_OUT_OF_ORDER)) {
+            return false;
+        }
+        return log.appliedHandedOut < Math.min(log.committed, log.persisted);
+    }
+
+    /** The committed entries durable here that {@link #hasAppliesReady} offers; {@link #advanceApplies} once applied. */
+    public Ready appliesReady() {
+        if (!hasAppliesReady()) {
+            throw new IllegalStateException("no entries to apply during the persist");
+        }
+        long bound = Math.min(log.committed, log.persisted);
+        long committed = log.committed;
+        List<LogEntry> toApply;
+        log.committed = bound; // takeCommitted's bound is the commit index (and the index handed out to persist)
+        try {
+            toApply = log.takeCommitted(MAX_APPLY_BATCH);
+        } finally {
+            log.committed = committed;
+        }
+        applyOutstanding = new Ready(null, List.of(), null, List.of(), toApply, List.of(), List.of(), List.of());
+        return applyOutstanding;
+    }
+
+    public void advanceApplies(Ready ready) {
+        if (ready != applyOutstanding) {
+            throw new IllegalStateException("advance of applies that are not the outstanding ones");
+        }
+        applyOutstanding = null;
+        for (LogEntry entry : ready.committedEntries()) {
+            if (entry.type() == LogEntry.Type.COMMAND) {
+                metrics.proposalsCommitted++;
+            }
+        }
     }
 
     /** The driver did everything {@code ready} asked. */
@@ -537,6 +608,7 @@ public final class RaftCore {
             throw new IllegalStateException("advance of a Ready that is not the outstanding one");
         }
         outstanding = null;
+        outstandingAppliesEarly = false;
         if (!ready.entriesToPersist().isEmpty()) {
             LogEntry last = ready.entriesToPersist().get(ready.entriesToPersist().size() - 1);
             log.persistedTo(last.index(), last.term());

@@ -875,6 +875,10 @@ public final class RaftNode {
                 finish(ready);
                 continue;
             }
+            boolean early = core.appliesBeforePersist(ready);
+            if (early) {
+                ReadyCycle.applyBeforePersist(ready, steps);
+            }
             persisting = true;
             long handed = System.nanoTime();
             installSnapshot(ready).compose(ignored -> RaftNode.<Void>onWorker(storageWorker, () -> {
@@ -889,10 +893,17 @@ public final class RaftNode {
                     fatal(result.cause());
                     return;
                 }
-                finish(ready);
+                if (early) {
+                    ReadyCycle.finishAfterEarlyApplies(core, ready, steps);
+                } else {
+                    finish(ready);
+                }
                 pump();
             });
-            return;
+            break;
+        }
+        if (!stopped && persisting) {
+            ReadyCycle.applyDuringPersist(core, steps); // what the followers' acknowledgements committed meanwhile
         }
     }
 

@@ -16,7 +16,11 @@ import java.util.function.Consumer;
  * simulator's node (so that what the simulator proves is what the runtime does): appends and heartbeats may
  * go before the persist when no term or vote changes; after the persist, the snapshot is restored, the other
  * messages sent, the events handed out, the committed entries applied, the outcomes and read states handed
- * over, and only then is the core told ({@link RaftCore#advance}). Vert.x-free: the driver supplies each step.
+ * over, and only then is the core told ({@link RaftCore#advance}). A leader whose term and vote stand applies
+ * before its persist when every committed entry of the Ready is already durable in its log, and during the persist
+ * applies, in log order, what the followers' acknowledgements commit meanwhile, up to its durable index
+ * ({@link #applyBeforePersist}, {@link #applyDuringPersist}); its answers then wait for no fsync of later entries.
+ * Vert.x-free: the driver supplies each step.
  */
 public final class ReadyCycle {
 
@@ -59,6 +63,46 @@ public final class ReadyCycle {
                 }
             }
         }
+    }
+
+    /**
+     * Before the persist, when the core allows it ({@link RaftCore#appliesBeforePersist}: a leader whose term and vote
+     * stand, every committed entry of the Ready already durable here): the events, the applies, the outcomes and the
+     * read states, so that entries committed during the persist can be applied in log order after them
+     * ({@link #applyDuringPersist}). The rest waits for the persist ({@link #finishAfterEarlyApplies}).
+     */
+    public static void applyBeforePersist(Ready ready, Steps steps) {
+        ready.events().forEach(steps::event);
+        if (!ready.committedEntries().isEmpty()) {
+            steps.apply(ready.committedEntries());
+        }
+        ready.outcomes().forEach(steps::outcome);
+        ready.readStates().forEach(steps::readState);
+        steps.serveReads();
+    }
+
+    /** During the persist of a Ready applied early: the entries committed since and durable here, in log order. */
+    public static void applyDuringPersist(RaftCore core, Steps steps) {
+        while (core.hasAppliesReady()) {
+            Ready applies = core.appliesReady();
+            steps.apply(applies.committedEntries());
+            steps.serveReads();
+            core.advanceApplies(applies); // the driver's own bookkeeping (status, snapshots) waits for the persist's end
+        }
+    }
+
+    /** After the persist of a Ready applied early: the messages that had to wait for it, then the core is told. */
+    public static void finishAfterEarlyApplies(RaftCore core, Ready ready, Steps steps) {
+        for (Message message : ready.messages()) {
+            if (!message.sendableBeforePersist()) { // its term and vote stood: the others went before the persist
+                steps.send(message);
+            }
+        }
+        if (!steps.sent(ready)) {
+            return;
+        }
+        core.advance(ready);
+        steps.advanced();
     }
 
     /** After the persist (at once when {@link Ready#mustPersist()} is false): everything else, in order. */

@@ -366,20 +366,37 @@ final class SimNode {
             }
             ReadyCycle.sendBeforePersist(ready, message -> send(ready, message));
             if (ready.mustPersist()) {
+                boolean early = core.appliesBeforePersist(ready); // as RaftNode.pump: the order the simulator proves
+                if (early) {
+                    finishing = ready;
+                    ReadyCycle.applyBeforePersist(ready, steps);
+                }
                 persisting = true;
                 int expectedIncarnation = incarnation;
-                simulation.schedule(simulation.diskLatencyMillis(this), () -> persisted(ready, expectedIncarnation));
+                simulation.schedule(simulation.diskLatencyMillis(this), () -> persisted(ready, early, expectedIncarnation));
+                ReadyCycle.applyDuringPersist(core, steps);
                 return;
             }
             finish(ready);
         }
+        if (up && persisting) {
+            ReadyCycle.applyDuringPersist(core, steps);
+        }
     }
 
-    private void persisted(Ready ready, int expectedIncarnation) {
-        if (!up || incarnation != expectedIncarnation || deferWhilePaused(() -> persisted(ready, expectedIncarnation))) {
+    private void persisted(Ready ready, boolean early, int expectedIncarnation) {
+        if (!up || incarnation != expectedIncarnation || deferWhilePaused(() -> persisted(ready, early, expectedIncarnation))) {
             return;
         }
-        finish(ready);
+        if (early) {
+            persisting = false;
+            if (writeToDisk(ready)) {
+                finishing = ready;
+                ReadyCycle.finishAfterEarlyApplies(core, ready, steps);
+            }
+        } else {
+            finish(ready);
+        }
         pump();
     }
 
