@@ -72,13 +72,7 @@ public final class ReadyCycle {
      * ({@link #applyDuringPersist}). The rest waits for the persist ({@link #finishAfterEarlyApplies}).
      */
     public static void applyBeforePersist(Ready ready, Steps steps) {
-        ready.events().forEach(steps::event);
-        if (!ready.committedEntries().isEmpty()) {
-            steps.apply(ready.committedEntries());
-        }
-        ready.outcomes().forEach(steps::outcome);
-        ready.readStates().forEach(steps::readState);
-        steps.serveReads();
+        handOver(ready, steps);
     }
 
     /** During the persist of a Ready applied early: the entries committed since and durable here, in log order. */
@@ -118,6 +112,13 @@ public final class ReadyCycle {
         if (!steps.sent(ready)) {
             return;
         }
+        handOver(ready, steps);
+        core.advance(ready);
+        steps.advanced();
+    }
+
+    /** The events, the applies, the outcomes and the read states of a Ready, in that order; then the reads now served. */
+    private static void handOver(Ready ready, Steps steps) {
         ready.events().forEach(steps::event);
         if (!ready.committedEntries().isEmpty()) {
             steps.apply(ready.committedEntries());
@@ -125,7 +126,5 @@ public final class ReadyCycle {
         ready.outcomes().forEach(steps::outcome);
         ready.readStates().forEach(steps::readState);
         steps.serveReads();
-        core.advance(ready);
-        steps.advanced();
     }
 }
