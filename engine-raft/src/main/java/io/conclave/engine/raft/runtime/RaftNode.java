@@ -72,9 +72,20 @@ public final class RaftNode {
      *
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
      * @param timelineEvents         the most events the node's {@link Timeline} keeps
+     * @param logMemoryBytes         once this many bytes of data were applied since the last snapshot, the next one is
+     *                               taken whatever {@link #SNAPSHOT_AMORTIZATION} would wait for: the log since the last
+     *                               snapshot is held in memory, and a state kept off the heap can be many times the heap
+     *                               (by default a quarter of the heap, {@link #defaultLogMemoryBytes()})
      */
     public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
-                          long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes, int timelineEvents) {
+                          long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes, int timelineEvents,
+                          long logMemoryBytes) {
+
+        public Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
+                       long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes, int timelineEvents) {
+            this(tickMillis, snapshotThreshold, trailingLogs, retainedSnapshots, snapshotIntervalMillis, snapshotThresholdBytes,
+                    trailingLogsBytes, timelineEvents, defaultLogMemoryBytes());
+        }
 
         public Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
                        long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes) {
@@ -92,6 +103,21 @@ public final class RaftNode {
 
         public static Options defaults() {
             return new Options(100, 8192, 10240, 2, 5000);
+        }
+
+        /**
+         * A quarter of the heap the JVM may grow to, and at least {@link #DEFAULT_SNAPSHOT_THRESHOLD_BYTES}: with the
+         * state on the heap the amortization's wait (half the last snapshot) stays below it; with the state off the heap
+         * (the MapDB store, a 1 GiB state at -Xmx256m) it is what keeps the log in memory from filling the heap.
+         */
+        public static long defaultLogMemoryBytes() {
+            return Math.max(DEFAULT_SNAPSHOT_THRESHOLD_BYTES, Runtime.getRuntime().maxMemory() / 4);
+        }
+
+        /** The same options with another {@link #logMemoryBytes()}. */
+        public Options withLogMemoryBytes(long bytes) {
+            return new Options(tickMillis, snapshotThreshold, trailingLogs, retainedSnapshots, snapshotIntervalMillis,
+                    snapshotThresholdBytes, trailingLogsBytes, timelineEvents, bytes);
         }
     }
 
@@ -136,6 +162,8 @@ public final class RaftNode {
     private long appliedBytesSinceSnapshot;
     /** The size of the latest snapshot taken, installed or loaded: the next one waits for a log of a part of it. */
     private long lastSnapshotBytes;
+    /** Whether the log's memory bound has cut a snapshot's amortization short once (said once in the log). */
+    private boolean warnedLogMemoryBound;
     private boolean persisting;
     private boolean snapshotting;
     /** Whether this node started a snapshot yet, and when ({@link System#nanoTime()}): the interval counts from it. */
@@ -1211,20 +1239,30 @@ public final class RaftNode {
      * cost many times the writes themselves (with a threshold of 1024 entries a 1 GiB state was rewritten every 5 s:
      * 30 snapshots in 150 s, some 240 MB/s on a disk the log shares). So snapshotting writes at most about
      * 1/{@code SNAPSHOT_AMORTIZATION} times what the log took, and the log held in memory is at most that part of
-     * the state (or the thresholds, if larger).
+     * the state (or the thresholds, if larger) — and never more than {@link Options#logMemoryBytes()}: the log since
+     * the last snapshot is held in memory, and with a state off the heap half the last snapshot can be more than the
+     * heap (a 1 GiB MapDB state at -Xmx256m ran out of heap at half a GiB loaded, 221,281 entries of 1 KB in memory).
      */
     private void maybeSnapshot() {
-        if (appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION || applied < skipAppliesUpTo) {
+        boolean memoryBound = appliedBytesSinceSnapshot >= options.logMemoryBytes();
+        if ((appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION && !memoryBound) || applied < skipAppliesUpTo) {
             return; // (a reused state is ahead of the applied index until the log reaches it: a capture would mislabel it)
         }
         // past the byte threshold the interval is not waited for: the log in memory would grow without bound
-        boolean bytesReached = applied > snapshotIndex && appliedBytesSinceSnapshot >= options.snapshotThresholdBytes();
+        boolean bytesReached = applied > snapshotIndex
+                && (appliedBytesSinceSnapshot >= options.snapshotThresholdBytes() || memoryBound);
         boolean thresholdReached = applied - snapshotIndex >= options.snapshotThreshold() || bytesReached;
         if (snapshotting || !thresholdReached || core.role() == Role.SHUTDOWN
                 || !core.canSnapshotAt(applied)
                 || (!bytesReached && snapshotStarted && System.nanoTime() - lastSnapshotStarted
                         < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
             return;
+        }
+        if (memoryBound && appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION && !warnedLogMemoryBound) {
+            warnedLogMemoryBound = true;
+            LOG.info("{}: a snapshot of this state ({} bytes) is taken every {} bytes of log, the bound of the log held in memory"
+                    + " (a quarter of the heap): each rewrites the whole state; a larger heap (-Xmx) makes them rarer", id,
+                    lastSnapshotBytes, options.logMemoryBytes());
         }
         snapshotting = true;
         snapshotStarted = true;

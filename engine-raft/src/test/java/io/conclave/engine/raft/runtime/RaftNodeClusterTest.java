@@ -247,6 +247,33 @@ class RaftNodeClusterTest {
     }
 
     @Test
+    void when_the_state_is_large_beside_the_heap_then_the_log_held_in_memory_stays_within_its_bound() throws Exception {
+        // A state off the heap can be many times the heap: amortized alone, a snapshot of this 1 MiB state would wait for
+        // 512 KiB of log (32 values of 16 KiB) held in memory; the bound takes one every 128 KiB (8 values) instead.
+        RaftNode.Options bounded = new RaftNode.Options(20, 1_000_000, 2, 2, 0, 64 * 1024, 1 << 20)
+                .withLogMemoryBytes(128 * 1024);
+        RaftNode solo = startSolo(new InMemoryStorage(), bounded);
+        try {
+            Await.leader(List.of(solo));
+            String value = "x".repeat(16 * 1024);
+            for (int i = 0; i < 64; i++) { // 1 MiB of state
+                await(solo.propose(put("k" + i, value)));
+            }
+            poll("a snapshot of the state", () -> solo.metrics().snapshots() >= 1);
+            long mostKept = 0;
+            for (int i = 0; i < 48; i++) { // 768 KiB of overwrites: the state stays at 1 MiB
+                await(solo.propose(put("k0", value)));
+                mostKept = Math.max(mostKept, await(solo.onCore(core -> core.lastIndex() - core.firstIndex() + 1)));
+            }
+            // 8 values up to the bound, 2 kept behind a snapshot, and what commits while one is written
+            assertTrue(mostKept <= 16, "the log in memory held at most 16 values of 16 KiB: " + mostKept
+                    + " (amortized alone: 32 and more)");
+        } finally {
+            await(solo.stop());
+        }
+    }
+
+    @Test
     void when_a_snapshot_takes_long_to_write_then_writes_go_on_committing_meanwhile() throws Exception {
         java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
