@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -124,7 +125,7 @@ public final class CatalogReconciler implements AutoCloseable {
 
     /** A membership event: the member is reconciled, if this server leads. */
     public void membershipChanged(MembershipEvent event) {
-        thread.execute(() -> {
+        onThread(() -> {
             if (!leading) {
                 checkSettled();
                 return;
@@ -137,7 +138,7 @@ public final class CatalogReconciler implements AutoCloseable {
     /** The catalog changed: after a restore (or a snapshot installed), every member is reconciled again. */
     public void catalogChanged(long raftIndex, Catalog after, Set<String> topics) {
         if (topics == null) {
-            thread.execute(() -> {
+            onThread(() -> {
                 if (leading) {
                     reconcileAll();
                 }
@@ -153,7 +154,7 @@ public final class CatalogReconciler implements AutoCloseable {
     /** Completes once everything handed to this reconciler so far was decided and written (or dropped): for tests. */
     public Future<Void> settled() {
         Promise<Void> settled = Promise.promise();
-        thread.execute(() -> {
+        onThread(() -> {
             settledWaiters.add(settled);
             checkSettled();
         });
@@ -185,7 +186,7 @@ public final class CatalogReconciler implements AutoCloseable {
 
     /** Every member, then the nodes membership no longer lists, from the catalog as of everything committed. */
     private void reconcileAll() {
-        catalog.read(ReadConsistency.LINEARIZABLE).onComplete(read -> thread.execute(() -> {
+        catalog.read(ReadConsistency.LINEARIZABLE).onComplete(read -> onThread(() -> {
             if (!leading) {
                 return;
             }
@@ -252,7 +253,7 @@ public final class CatalogReconciler implements AutoCloseable {
                 LOG.info("catalog reconcile: {}", write.why());
                 return true;
             });
-        }).onComplete(result -> thread.execute(() -> {
+        }).onComplete(result -> onThread(() -> {
             inFlight.remove(work.name());
             if (result.failed() && leading) {
                 if (failureLog.due()) {
@@ -372,6 +373,21 @@ public final class CatalogReconciler implements AutoCloseable {
             meta.put("version", version);
         }
         return new NodeService("consul", "consul", List.of(), "", Map.of(), meta, port, NodeService.Weights.DEFAULT, false, "", 0, 0);
+    }
+
+    /**
+     * Runs {@code task} on the reconciler's thread; once {@link #close()}d, drops it: a membership event or a catalog
+     * read that completes while the agent stops has nothing left to reconcile (it was thrown into the caller's event
+     * loop, an ERROR with a stack trace in the log of every clean stop that caught a reconcile in flight).
+     */
+    private void onThread(Runnable task) {
+        try {
+            thread.execute(task);
+        } catch (RejectedExecutionException closed) {
+            if (!thread.isShutdown()) {
+                throw closed;
+            }
+        }
     }
 
     @Override
