@@ -9,8 +9,11 @@
 # leader's index again), and a new server's catch-up. Each measurement three times on the same loaded cluster; the
 # summary gives medians.
 #
-#   bench/state-store-bench.sh [-z "10 100 1024"] [-s "heap mapdb etcd"] [-r runs] [-d seconds] [-w]
+#   bench/state-store-bench.sh [-z "10 100 1024"] [-s "heap mapdb etcd"] [-r runs] [-d seconds] [-w] [-u seconds]
 #
+# -u: before each run's measured writes, this many seconds of the same writes, not measured (a run after the previous
+# run's restarts measures its followers' fresh JVMs otherwise; default 0, as the figures of docs/performance.md until
+# 2026-12-07 were taken).
 # -w: writes only (each run: the writes/s and p99 at 64 connections; no reads, snapshots, restarts or catch-up), with
 # the GC figures and the load average; for side-by-side runs of two builds (bench/state-store-ab.sh).
 # CONCLAVE_DIST: the distribution folder to run (default: this checkout's distribution/target); EXTRA_JAVA_OPTS: more
@@ -22,11 +25,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-sizes="10 100 1024" systems="heap mapdb etcd" runs=3 duration=20 writes_only=0
-while getopts "z:s:r:d:w" opt; do
+sizes="10 100 1024" systems="heap mapdb etcd" runs=3 duration=20 writes_only=0 warmup=0
+while getopts "z:s:r:d:wu:" opt; do
   case $opt in
-    z) sizes=$OPTARG ;; s) systems=$OPTARG ;; r) runs=$OPTARG ;; d) duration=$OPTARG ;; w) writes_only=1 ;;
-    *) echo "usage: $0 [-z \"10 100 1024\"] [-s \"heap mapdb etcd\"] [-r runs] [-d seconds] [-w]" >&2; exit 2 ;;
+    z) sizes=$OPTARG ;; s) systems=$OPTARG ;; r) runs=$OPTARG ;; d) duration=$OPTARG ;; w) writes_only=1 ;; u) warmup=$OPTARG ;;
+    *) echo "usage: $0 [-z \"10 100 1024\"] [-s \"heap mapdb etcd\"] [-r runs] [-d seconds] [-w] [-u seconds]" >&2; exit 2 ;;
   esac
 done
 for tool in etcd etcdctl wrk curl; do command -v $tool >/dev/null || { echo "$tool not found (apt-get install etcd-server etcd-client wrk curl)" >&2; exit 2; }; done
@@ -235,6 +238,7 @@ for size in $sizes; do
     rec "$size\t$system\t1\tload_ms\t$(load "$system" "$leader" "$keys")"
     for run in $(seq 1 "$runs"); do
       leader=$("${kind}_leader")
+      [ "$warmup" -gt 0 ] && wrk_run "$system" "$leader" 0 "$keys" "$warmup" > /dev/null
       read -r rate p99 errors < <(wrk_run "$system" "$leader" 0 "$keys" "$duration")
       rec "$size\t$system\t$run\twrites_per_s_64\t$rate"; rec "$size\t$system\t$run\twrite_p99_ms\t$p99"; rec "$size\t$system\t$run\twrite_errors\t$errors"
       rec "$size\t$system\t$run\tload_average_1m\t$(cut -d' ' -f1 /proc/loadavg)"
