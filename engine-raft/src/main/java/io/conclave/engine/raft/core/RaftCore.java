@@ -577,15 +577,7 @@ public final class RaftCore {
         if (!hasAppliesReady()) {
             throw new IllegalStateException("no entries to apply during the persist");
         }
-        long bound = Math.min(log.committed, log.persisted);
-        long committed = log.committed;
-        List<LogEntry> toApply;
-        log.committed = bound; // takeCommitted's bound is the commit index (and the index handed out to persist)
-        try {
-            toApply = log.takeCommitted(MAX_APPLY_BATCH);
-        } finally {
-            log.committed = committed;
-        }
+        List<LogEntry> toApply = log.takeCommitted(MAX_APPLY_BATCH, log.persisted);
         applyOutstanding = new Ready(null, List.of(), null, List.of(), toApply, List.of(), List.of(), List.of());
         return applyOutstanding;
     }
@@ -595,6 +587,10 @@ public final class RaftCore {
             throw new IllegalStateException("advance of applies that are not the outstanding ones");
         }
         applyOutstanding = null;
+        countCommitted(ready);
+    }
+
+    private void countCommitted(Ready ready) {
         for (LogEntry entry : ready.committedEntries()) {
             if (entry.type() == LogEntry.Type.COMMAND) {
                 metrics.proposalsCommitted++;
@@ -618,11 +614,7 @@ public final class RaftCore {
         }
         actOnDurableRemoval(ready);
         actOnRemovalOnceDurable();
-        for (LogEntry entry : ready.committedEntries()) {
-            if (entry.type() == LogEntry.Type.COMMAND) {
-                metrics.proposalsCommitted++;
-            }
-        }
+        countCommitted(ready);
     }
 
     // ---------------------------------------------------------------- state, read-only

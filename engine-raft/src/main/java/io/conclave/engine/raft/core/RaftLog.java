@@ -196,7 +196,12 @@ final class RaftLog {
 
     /** Committed entries not yet handed out for applying, that are (or are being) persisted. */
     List<LogEntry> takeCommitted(int maxEntries) {
-        long upTo = Math.min(committed, unpersistedFrom - 1);
+        return takeCommitted(maxEntries, Long.MAX_VALUE);
+    }
+
+    /** As {@link #takeCommitted(int)}, none past {@code bound} (a leader applying during its persist: its durable index). */
+    List<LogEntry> takeCommitted(int maxEntries, long bound) {
+        long upTo = Math.min(Math.min(committed, unpersistedFrom - 1), bound);
         if (appliedHandedOut >= upTo) {
             return List.of();
         }

@@ -1244,8 +1244,9 @@ public final class RaftNode {
      * heap (a 1 GiB MapDB state at -Xmx256m ran out of heap at half a GiB loaded, 221,281 entries of 1 KB in memory).
      */
     private void maybeSnapshot() {
+        boolean amortized = appliedBytesSinceSnapshot >= lastSnapshotBytes * SNAPSHOT_AMORTIZATION;
         boolean memoryBound = appliedBytesSinceSnapshot >= options.logMemoryBytes();
-        if ((appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION && !memoryBound) || applied < skipAppliesUpTo) {
+        if ((!amortized && !memoryBound) || applied < skipAppliesUpTo) {
             return; // (a reused state is ahead of the applied index until the log reaches it: a capture would mislabel it)
         }
         // past the byte threshold the interval is not waited for: the log in memory would grow without bound
@@ -1258,7 +1259,7 @@ public final class RaftNode {
                         < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(options.snapshotIntervalMillis()))) {
             return;
         }
-        if (memoryBound && appliedBytesSinceSnapshot < lastSnapshotBytes * SNAPSHOT_AMORTIZATION && !warnedLogMemoryBound) {
+        if (!amortized && !warnedLogMemoryBound) { // (so the memory bound let it through)
             warnedLogMemoryBound = true;
             LOG.info("{}: a snapshot of this state ({} bytes) is taken every {} bytes of log, the bound of the log held in memory"
                     + " (a quarter of the heap): each rewrites the whole state; a larger heap (-Xmx) makes them rarer", id,
