@@ -122,7 +122,12 @@ public record RaftConfig(
          * A leader applies the entries committed during its persist even when the outstanding Ready's own committed
          * entries wait for that persist's end: they are then applied after entries that follow them in the log.
          */
-        APPLY_DURING_PERSIST_OUT_OF_ORDER
+        APPLY_DURING_PERSIST_OUT_OF_ORDER,
+        /**
+         * A leader sends the entries whose payloads it released from memory as they are held there, without their
+         * payloads (empty commands on the wire), rather than loading them from the durable log first.
+         */
+        RELEASED_ENTRIES_SENT
     }
 
     public RaftConfig {

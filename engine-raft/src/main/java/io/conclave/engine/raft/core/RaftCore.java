@@ -138,6 +138,9 @@ public final class RaftCore {
      */
     private int recentContactTicks;
     private Ready outstanding;
+    /** Loads of released payloads asked of the driver and not yet answered, by first index. */
+    private final Set<Long> loadsInFlight = new HashSet<>();
+    private final List<LogLoad> loadsToAsk = new ArrayList<>();
 
     public RaftCore(String id, RaftConfig config, Random random, ServerRemovalPolicy removalPolicy) {
         this.id = Objects.requireNonNull(id, "id");
@@ -146,6 +149,7 @@ public final class RaftCore {
         this.removalPolicy = Objects.requireNonNull(removalPolicy, "removalPolicy");
         this.recentContactTicks = 2 * config.heartbeatTicks(); // one heartbeat answer may be lost or late
         resetElectionTimeout();
+        log.sendsStubs = config.has(RaftConfig.UnsafeBug.RELEASED_ENTRIES_SENT);
     }
 
     /**
@@ -461,7 +465,110 @@ public final class RaftCore {
         }
         return hardStateChanged || broadcastPending || !outbox.isEmpty() || !events.isEmpty() || !readStates.isEmpty()
                 || !outcomes.isEmpty() || snapshotToInstall != null || log.unpersistedFrom <= log.lastIndex()
-                || log.appliedHandedOut < Math.min(log.committed, log.unpersistedFrom - 1);
+                || log.hasCommittedToHand(Long.MAX_VALUE);
+    }
+
+    // ---------------------------------------------------------------- payloads released from memory (issue 37)
+
+    /**
+     * The stub of {@code entry} (a command entry): its index, term and type without its payload, which stays in the
+     * durable log. A driver restoring a long log hands the core stubs for its older part ({@link #restore}); the core
+     * loads their payloads when it needs them.
+     */
+    public static LogEntry stubOf(LogEntry entry) {
+        if (entry.type() != LogEntry.Type.COMMAND) {
+            throw new IllegalArgumentException("only a command entry is released, not " + entry);
+        }
+        return RaftLog.stub(entry);
+    }
+
+    /** Whether {@code entry} is a stub ({@link #stubOf}). */
+    public static boolean isStub(LogEntry entry) {
+        return RaftLog.isStub(entry);
+    }
+
+    /**
+     * Releases the payloads of the oldest command entries applied and durable here, until at most {@code budgetBytes}
+     * of payload are held in memory: they are read again from the durable log when a follower or the state machine
+     * needs them ({@link #loadsWanted}). Returns how many it released.
+     */
+    public int releasePayloads(long budgetBytes) {
+        return log.release(budgetBytes);
+    }
+
+    /** Roughly what the log in memory takes: the payloads it holds and a fixed cost per released entry. */
+    public long logHeldBytes() {
+        return log.heldBytes();
+    }
+
+    /** Bytes of payload the log in memory holds. */
+    public long logPayloadBytes() {
+        return log.payloadBytes();
+    }
+
+    /** Entries the log in memory holds without their payload. */
+    public long logReleasedEntries() {
+        return log.stubCount();
+    }
+
+    /**
+     * Entries at or below {@code index} are in the driver's state machine already (a state reused at a restart): handed
+     * out to apply as stubs, with no load, since the driver skips them.
+     */
+    public void stubsAppliedUpTo(long index) {
+        log.stubsAppliedUpTo = index;
+    }
+
+    /**
+     * The loads the driver is to carry out (and forget): each a range of the durable log to read off the core's
+     * thread and hand back with {@link #loaded}. Asked once per range until answered; the next committed entry to
+     * apply, when released, asks for its own. Call after every input, as {@link #hasReady}.
+     */
+    public List<LogLoad> loadsWanted() {
+        long stub = log.committedStubToLoad();
+        if (stub > 0) {
+            wantLoad(stub, MAX_APPLY_BATCH, config.maxBytesPerMessage());
+        }
+        if (loadsToAsk.isEmpty()) {
+            return List.of();
+        }
+        List<LogLoad> wanted = List.copyOf(loadsToAsk);
+        loadsToAsk.clear();
+        return wanted;
+    }
+
+    /**
+     * The answer to the load from {@code from}: the entries read from the durable log (none when it no longer holds
+     * them). Their payloads go back where the log holds stubs of the same index and term; a follower waiting for them
+     * is sent its append.
+     */
+    public void loaded(long from, List<LogEntry> entries) {
+        loadsInFlight.remove(from);
+        int hydrated = log.hydrate(entries);
+        if (log.committedStubToLoad() == from) { // committed entries past the last snapshot are never dropped from the durable log
+            throw new IllegalStateException("the durable log did not give back committed entry " + from + " (" + entries.size()
+                    + " entries read)");
+        }
+        if (hydrated == 0 || role != Role.LEADER) {
+            return;
+        }
+        long last = entries.get(entries.size() - 1).index();
+        for (Progress pr : progress.values()) {
+            if (pr.state == Progress.State.SNAPSHOT || pr.next < from || pr.next > last) {
+                continue;
+            }
+            while (pr.next <= log.lastIndex() && sendAppend(pr, pr.state == Progress.State.PROBE)) {
+                if (pr.state != Progress.State.REPLICATE) {
+                    break;
+                }
+            }
+        }
+    }
+
+    private void wantLoad(long from, int maxEntries, long maxBytes) {
+        if (loadsInFlight.add(from)) {
+            loadsToAsk.add(new LogLoad(from, maxEntries, maxBytes));
+        }
     }
 
     /**
@@ -569,7 +676,7 @@ public final class RaftCore {
         if (!outstandingAppliesEarly && !config.has(RaftConfig.UnsafeBug.APPLY_DURING_PERSIST_OUT_OF_ORDER)) {
             return false;
         }
-        return log.appliedHandedOut < Math.min(log.committed, log.persisted);
+        return log.hasCommittedToHand(log.persisted);
     }
 
     /** The committed entries durable here that {@link #hasAppliesReady} offers; {@link #advanceApplies} once applied. */
@@ -1255,6 +1362,10 @@ public final class RaftCore {
         long previousTerm = log.term(previousIndex);
         if (previousTerm < 0) {
             return sendSnapshot(pr);
+        }
+        if (log.isReleased(pr.next) && !log.sendsStubs) {
+            wantLoad(pr.next, config.maxEntriesPerMessage(), config.maxBytesPerMessage()); // then loaded() sends
+            return false;
         }
         List<LogEntry> entries = log.slice(pr.next, config.maxEntriesPerMessage(), config.maxBytesPerMessage());
         if (entries.isEmpty() && !evenIfEmpty && pr.state == Progress.State.REPLICATE) {

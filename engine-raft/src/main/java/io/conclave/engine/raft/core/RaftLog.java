@@ -11,6 +11,12 @@ import java.util.List;
  * the indexes that track their life — handed to the driver to persist, persisted, committed, handed to
  * the driver to apply — and the history of configuration entries, so that a truncation restores the
  * configuration that preceded it.
+ *
+ * <p>Released entries: a command entry applied and persisted may lose its payload here ({@link #release}) and stay as
+ * a stub (index, term, type): the payload is in the durable log, and a large state held off the heap would otherwise
+ * need a snapshot of the whole of it every time the log in memory reached its bound. The core never sends or applies
+ * a stub: it asks the driver to load the range from storage ({@link RaftCore#loadsWanted}) and puts the payloads back
+ * ({@link #hydrate}). A restart may hand stubs over too (the older part of a long log); configurations never are.
  */
 final class RaftLog {
 
@@ -23,6 +29,18 @@ final class RaftLog {
     private final ArrayList<LogEntry> entries = new ArrayList<>();
     private final ArrayList<ConfigurationEntry> configurations = new ArrayList<>();
     private ConfigurationEntry snapshotConfiguration = new ConfigurationEntry(0, ClusterConfiguration.EMPTY);
+
+    /** The payload of a released entry: this very array (never an entry's real payload, even an empty one). */
+    private static final byte[] RELEASED = new byte[0];
+    /** What a stub is counted for in {@link #heldBytes()}: its object and its place in the list. */
+    static final int STUB_BYTES = 48;
+    /** Bytes of payload held in memory (released entries count none). */
+    private long payloadBytes;
+    private long stubCount;
+    /** The lowest index {@link #release} may find a payload to release at: every command entry below it is a stub. */
+    private long releaseFrom = 1;
+    /** Stubs at or below it may be handed out to apply as they are: the driver's state holds them already (a reused state). */
+    long stubsAppliedUpTo;
 
     /** Highest index the cluster has committed, as far as this server knows. */
     long committed;
@@ -81,6 +99,92 @@ final class RaftLog {
         return entries.get((int) (index - snapshotIndex - 1));
     }
 
+    /** The stub of {@code entry}: its index, term and type, its payload released (in the durable log only). */
+    static LogEntry stub(LogEntry entry) {
+        return isStub(entry) ? entry : new LogEntry(entry.index(), entry.term(), entry.type(), RELEASED);
+    }
+
+    static boolean isStub(LogEntry entry) {
+        return entry.data() == RELEASED;
+    }
+
+    /** Whether the entry at {@code index} is held here as a stub (its payload to be loaded before it is sent or applied). */
+    boolean isReleased(long index) {
+        LogEntry entry = entry(index);
+        return entry != null && isStub(entry);
+    }
+
+    /** What the entries in memory take, roughly: their payloads, and a fixed cost per stub. */
+    long heldBytes() {
+        return payloadBytes + stubCount * STUB_BYTES;
+    }
+
+    long payloadBytes() {
+        return payloadBytes;
+    }
+
+    long stubCount() {
+        return stubCount;
+    }
+
+    private void counted(LogEntry entry, int sign) {
+        if (isStub(entry)) {
+            stubCount += sign;
+        } else {
+            payloadBytes += sign * (long) entry.data().length;
+        }
+    }
+
+    private void uncountRange(int fromOffset, int toOffset) {
+        for (int i = fromOffset; i < toOffset; i++) {
+            counted(entries.get(i), -1);
+        }
+    }
+
+    /**
+     * Releases the payloads of the oldest command entries that are applied (handed out to apply) and persisted until at
+     * most {@code budgetBytes} of payload are held, or none is left to release; returns how many it released.
+     */
+    int release(long budgetBytes) {
+        long upTo = Math.min(appliedHandedOut, persisted);
+        int released = 0;
+        long index = Math.max(releaseFrom, firstIndex());
+        for (; index <= upTo && payloadBytes > budgetBytes; index++) {
+            int offset = (int) (index - snapshotIndex - 1);
+            LogEntry entry = entries.get(offset);
+            if (entry.type() == LogEntry.Type.COMMAND && !isStub(entry)) {
+                counted(entry, -1);
+                LogEntry stub = stub(entry);
+                entries.set(offset, stub);
+                counted(stub, 1);
+                released++;
+            }
+        }
+        releaseFrom = Math.max(releaseFrom, index);
+        return released;
+    }
+
+    /**
+     * Puts back the payloads of {@code loaded} (read from the durable log) where this log holds stubs of the same index,
+     * term and type; anything else in it is ignored (the log moved on since the load was asked for). Returns how many
+     * entries it put back.
+     */
+    int hydrate(List<LogEntry> loaded) {
+        int hydrated = 0;
+        for (LogEntry entry : loaded) {
+            LogEntry held = entry(entry.index());
+            if (held == null || !isStub(held) || isStub(entry) || held.term() != entry.term() || held.type() != entry.type()) {
+                continue;
+            }
+            counted(held, -1);
+            entries.set((int) (entry.index() - snapshotIndex - 1), entry);
+            counted(entry, 1);
+            releaseFrom = Math.min(releaseFrom, entry.index());
+            hydrated++;
+        }
+        return hydrated;
+    }
+
     boolean matchTerm(long index, long term) {
         long actual = term(index);
         return actual >= 0 && actual == term;
@@ -96,12 +200,21 @@ final class RaftLog {
         return otherLastTerm > lastTerm() || (otherLastTerm == lastTerm() && otherLastIndex > lastIndex());
     }
 
-    /** Entries from {@code from}, within the limits, at least one if any. */
+    /** A mutation for the simulator's checkers: stubs go out in appends, as if they were the entries. */
+    boolean sendsStubs;
+
+    /** Entries from {@code from}, within the limits, at least one if any; none from the first stub on. */
     List<LogEntry> slice(long from, int maxEntries, long maxBytes) {
         List<LogEntry> result = new ArrayList<>();
         long bytes = 0;
         for (long index = from; index <= lastIndex() && result.size() < maxEntries; index++) {
             LogEntry entry = entry(index);
+            if (isStub(entry)) {
+                if (!sendsStubs) {
+                    break; // its payload is loaded first
+                }
+                entry = new LogEntry(entry.index(), entry.term(), entry.type(), new byte[0]); // (the mutation: as the wire would carry it)
+            }
             bytes += entry.sizeBytes();
             if (!result.isEmpty() && bytes > maxBytes) {
                 break;
@@ -114,7 +227,9 @@ final class RaftLog {
     /** Appends entries that follow the last one (a leader's own proposals). */
     void append(LogEntry entry) {
         check(entry.index() == lastIndex() + 1, "append of entry " + entry.index() + " after " + lastIndex());
+        check(!isStub(entry) || entry.type() == LogEntry.Type.COMMAND, "a stub of a " + entry.type() + " entry at " + entry.index());
         entries.add(entry);
+        counted(entry, 1);
         if (entry.type() == LogEntry.Type.CONFIGURATION) {
             configurations.add(new ConfigurationEntry(entry.index(), ConfigurationCodec.decode(entry.data())));
         }
@@ -154,6 +269,7 @@ final class RaftLog {
     void truncateFrom(long index) {
         check(index > snapshotIndex && index > committed, "truncation at " + index + " of a log compacted to " + snapshotIndex
                 + " and committed to " + committed);
+        uncountRange((int) (index - snapshotIndex - 1), entries.size());
         entries.subList((int) (index - snapshotIndex - 1), entries.size()).clear();
         configurations.removeIf(configuration -> configuration.index >= index);
         unpersistedFrom = Math.min(unpersistedFrom, index);
@@ -207,12 +323,30 @@ final class RaftLog {
         }
         long from = Math.max(appliedHandedOut + 1, firstIndex());
         long to = Math.min(upTo, from + maxEntries - 1);
-        List<LogEntry> result = new ArrayList<>((int) (to - from + 1));
+        List<LogEntry> result = new ArrayList<>((int) Math.min(to - from + 1, 1024));
         for (long index = from; index <= to; index++) {
-            result.add(entry(index));
+            LogEntry entry = entry(index);
+            if (isStub(entry) && index > stubsAppliedUpTo) {
+                break; // its payload is loaded first
+            }
+            result.add(entry);
+            appliedHandedOut = index;
         }
-        appliedHandedOut = to;
         return result;
+    }
+
+    /** Whether {@link #takeCommitted(int, long)} would hand out an entry now. */
+    boolean hasCommittedToHand(long bound) {
+        long upTo = Math.min(Math.min(committed, unpersistedFrom - 1), bound);
+        long next = Math.max(appliedHandedOut + 1, firstIndex());
+        return next <= upTo && !(isReleased(next) && next > stubsAppliedUpTo);
+    }
+
+    /** The index of the next committed entry to apply when it is a stub whose payload must be loaded first; 0 otherwise. */
+    long committedStubToLoad() {
+        long upTo = Math.min(committed, unpersistedFrom - 1);
+        long next = Math.max(appliedHandedOut + 1, firstIndex());
+        return next <= upTo && next > stubsAppliedUpTo && isReleased(next) ? next : 0;
     }
 
     /** The driver persisted entries up to {@code index} of {@code term}. */
@@ -227,6 +361,8 @@ final class RaftLog {
         check(meta.lastIndex() > snapshotIndex, "a snapshot at " + meta.lastIndex() + " installed over one at " + snapshotIndex);
         entries.clear();
         configurations.clear();
+        payloadBytes = 0;
+        stubCount = 0;
         snapshotIndex = meta.lastIndex();
         snapshotTerm = meta.lastTerm();
         snapshot = meta;
@@ -251,6 +387,7 @@ final class RaftLog {
         }
         long termAt = term(upTo);
         ConfigurationEntry before = configurationEntryAt(upTo);
+        uncountRange(0, (int) (upTo - snapshotIndex));
         entries.subList(0, (int) (upTo - snapshotIndex)).clear();
         configurations.removeIf(configuration -> configuration.index <= upTo);
         snapshotConfiguration = before;

@@ -54,6 +54,8 @@ public final class NodeMetrics {
     public static final String COMPACTION_LATENCY = "raft.compaction.latency";
     /** A snapshot written, from its start to its commit, on the snapshot worker. */
     public static final String SNAPSHOT_LATENCY = "raft.snapshot.latency";
+    /** A read of entries whose payloads the log in memory released, on the storage worker (for a follower or an apply). */
+    public static final String LOG_LOAD_LATENCY = "raft.log.load.latency";
 
     private final Map<String, Sample> samples = new ConcurrentHashMap<>();
     private volatile long snapshots;

@@ -9,6 +9,7 @@ import io.conclave.api.storage.SnapshotMeta;
 import io.conclave.api.storage.SnapshotStore;
 import io.conclave.api.storage.Storage;
 import io.conclave.engine.raft.core.CoreEvent;
+import io.conclave.engine.raft.core.LogLoad;
 import io.conclave.engine.raft.core.Message;
 import io.conclave.engine.raft.core.MessageType;
 import io.conclave.engine.raft.core.ProposalOutcome;
@@ -72,10 +73,12 @@ public final class RaftNode {
      *
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
      * @param timelineEvents         the most events the node's {@link Timeline} keeps
-     * @param logMemoryBytes         once this many bytes of data were applied since the last snapshot, the next one is
-     *                               taken whatever {@link #SNAPSHOT_AMORTIZATION} would wait for: the log since the last
-     *                               snapshot is held in memory, and a state kept off the heap can be many times the heap
-     *                               (by default a quarter of the heap, {@link #defaultLogMemoryBytes()})
+     * @param logMemoryBytes         what the log held in memory may take: past half of it in payloads, the oldest applied
+     *                               and durable ones are released (read again from the durable log when a follower or a
+     *                               replay needs them, {@link RaftCore#releasePayloads}); once the log in memory, its
+     *                               released entries counted at a fixed cost each, reaches it, the next snapshot is taken
+     *                               whatever {@link #SNAPSHOT_AMORTIZATION} would wait for. A state kept off the heap can
+     *                               be many times the heap (by default a quarter of the heap, {@link #defaultLogMemoryBytes()})
      */
     public record Options(long tickMillis, long snapshotThreshold, long trailingLogs, int retainedSnapshots,
                           long snapshotIntervalMillis, long snapshotThresholdBytes, long trailingLogsBytes, int timelineEvents,
@@ -282,10 +285,17 @@ public final class RaftNode {
                     : snapshot.lastIndex() + 1);
             storage.log().sync();
         }
-        long from = snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1;
+        long from = Math.max(snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1, storage.log().firstIndex());
+        long releasedBelow = restoredPayloadsFrom(from);
         List<LogEntry> entries = new ArrayList<>();
-        for (long index = Math.max(from, storage.log().firstIndex()); index <= storage.log().lastIndex(); index++) {
-            entries.add(storage.log().get(index));
+        for (long index = from; index <= storage.log().lastIndex(); index++) {
+            LogEntry entry = storage.log().get(index);
+            entries.add(index < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? RaftCore.stubOf(entry) : entry);
+        }
+        if (releasedBelow > from) {
+            LOG.info("{}: the log after the snapshot holds more than {} bytes of payload, half its bound in memory: entries {} to"
+                    + " {} are held without theirs, read again from the log when they are applied or sent", id,
+                    options.logMemoryBytes() / 2, from, releasedBelow - 1);
         }
         byte[] removalActed = storage.stable().get(REMOVAL_ACTED_KEY);
         if (removalActed != null && removalActed.length != Long.BYTES) {
@@ -293,6 +303,7 @@ public final class RaftNode {
         }
         removalActedStored = removalActed == null ? 0 : java.nio.ByteBuffer.wrap(removalActed).getLong();
         core.restore(storage.stable().currentTerm(), storage.stable().votedFor(), removalActedStored, snapshot, entries);
+        core.stubsAppliedUpTo(skipAppliesUpTo);
         if (snapshot != null || !entries.isEmpty() || storage.stable().currentTerm() > 0) {
             LogEntry last = entries.isEmpty() ? null : entries.get(entries.size() - 1);
             LOG.info("{}: restored from storage: term {}, vote {}, log up to index {} of term {}, snapshot at {}", id,
@@ -309,6 +320,23 @@ public final class RaftNode {
         if (bootstrap != null && storage.log().lastIndex() == 0 && storage.stable().currentTerm() == 0 && snapshot == null) {
             core.bootstrap(bootstrap);
         }
+    }
+
+    /**
+     * The first index from which a restart holds the log's payloads in memory: the newest entries whose payloads fit in
+     * half of {@link Options#logMemoryBytes()} (the rest are restored as stubs, their payloads read again when needed);
+     * {@code from} when they all fit. Storage worker.
+     */
+    private long restoredPayloadsFrom(long from) {
+        long budget = options.logMemoryBytes() / 2;
+        long held = 0;
+        for (long index = storage.log().lastIndex(); index >= from; index--) {
+            held += storage.log().get(index).data().length;
+            if (held > budget) {
+                return index + 1;
+            }
+        }
+        return from;
     }
 
     /**
@@ -933,6 +961,39 @@ public final class RaftNode {
         if (!stopped && persisting) {
             ReadyCycle.applyDuringPersist(core, steps); // what the followers' acknowledgements committed meanwhile
         }
+        if (!stopped) {
+            askLoads();
+        }
+    }
+
+    /**
+     * The loads of released payloads the core asks for: read from the log on the storage worker (after the persists
+     * handed to it before), handed back on the context.
+     */
+    private void askLoads() {
+        for (LogLoad load : core.loadsWanted()) {
+            RaftNode.<List<LogEntry>>onWorker(storageWorker, () -> {
+                long started = System.nanoTime();
+                List<LogEntry> read = storage.log().getRange(load.from(), load.maxEntries(), load.maxBytes());
+                metrics.record(NodeMetrics.LOG_LOAD_LATENCY, System.nanoTime() - started);
+                return read;
+            }).onComplete(result -> {
+                if (stopped) {
+                    return;
+                }
+                if (result.failed()) {
+                    fatal(result.cause());
+                    return;
+                }
+                try {
+                    core.loaded(load.from(), result.result());
+                } catch (IllegalStateException e) {
+                    fatal(e);
+                    return;
+                }
+                pump();
+            });
+        }
     }
 
     /**
@@ -1093,6 +1154,7 @@ public final class RaftNode {
                 failWritesOfLostLeadership();
             }
             timeline.committed(core.commitIndex()); // O(1): when the commit index moved, the open write gaps close
+            core.releasePayloads(options.logMemoryBytes() / 2);
             maybeSnapshot();
         }
     };
@@ -1174,6 +1236,9 @@ public final class RaftNode {
 
     private void apply(LogEntry entry) {
         boolean alreadyIn = entry.index() <= skipAppliesUpTo; // in the reused state: applied before the restart
+        if (RaftCore.isStub(entry) && !alreadyIn) {
+            throw new IllegalStateException("entry " + entry.index() + " handed out to apply without its payload");
+        }
         byte[] result = entry.type() == LogEntry.Type.COMMAND && !alreadyIn ? stateMachine.apply(entry.index(), entry.data()) : null;
         if (rebuildTarget > 0 && entry.index() >= rebuildTarget) {
             LOG.info("{}: state machine: rebuilt from the snapshot at index {} and the log to index {} in {} ms", id, snapshotIndex,
@@ -1245,7 +1310,7 @@ public final class RaftNode {
      */
     private void maybeSnapshot() {
         boolean amortized = appliedBytesSinceSnapshot >= lastSnapshotBytes * SNAPSHOT_AMORTIZATION;
-        boolean memoryBound = appliedBytesSinceSnapshot >= options.logMemoryBytes();
+        boolean memoryBound = core.logHeldBytes() >= options.logMemoryBytes();
         if ((!amortized && !memoryBound) || applied < skipAppliesUpTo) {
             return; // (a reused state is ahead of the applied index until the log reaches it: a capture would mislabel it)
         }
@@ -1261,9 +1326,10 @@ public final class RaftNode {
         }
         if (!amortized && !warnedLogMemoryBound) { // (so the memory bound let it through)
             warnedLogMemoryBound = true;
-            LOG.info("{}: a snapshot of this state ({} bytes) is taken every {} bytes of log, the bound of the log held in memory"
-                    + " (a quarter of the heap): each rewrites the whole state; a larger heap (-Xmx) makes them rarer", id,
-                    lastSnapshotBytes, options.logMemoryBytes());
+            LOG.info("{}: a snapshot of this state ({} bytes) is taken before half of it was written to the log: the log held in"
+                    + " memory reached its bound ({} bytes, a quarter of the heap; {} entries of it without their payloads); each"
+                    + " rewrites the whole state; a larger heap (-Xmx) makes them rarer", id, lastSnapshotBytes,
+                    options.logMemoryBytes(), core.logReleasedEntries());
         }
         snapshotting = true;
         snapshotStarted = true;

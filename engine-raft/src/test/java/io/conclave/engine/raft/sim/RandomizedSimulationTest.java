@@ -21,6 +21,7 @@ class RandomizedSimulationTest {
         long started = System.nanoTime();
         long operations = 0;
         long elections = 0;
+        long loads = 0;
         for (long seed = first; seed < first + count; seed++) {
             Simulation sim;
             try {
@@ -30,10 +31,12 @@ class RandomizedSimulationTest {
             }
             operations += sim.acknowledgedOperations();
             elections += sim.leadersByTerm().size();
+            loads += sim.logLoads();
         }
         long millis = (System.nanoTime() - started) / 1_000_000;
-        System.out.printf("randomized simulation: %d seeds from %d in %d ms, %d acknowledged operations checked, %d elections%n",
-                count, first, millis, operations, elections);
+        System.out.printf("randomized simulation: %d seeds from %d in %d ms, %d acknowledged operations checked, %d elections,"
+                + " %d loads of released payloads%n", count, first, millis, operations, elections, loads);
         assertTrue(operations > count * 50, "clients were served: " + operations);
+        assertTrue(only != null || loads > count, "payloads released from memory were loaded back from the disks: " + loads);
     }
 }

@@ -6,6 +6,7 @@ import io.conclave.api.policy.ServerRemovalPolicy;
 import io.conclave.api.storage.LogEntry;
 import io.conclave.api.storage.SnapshotMeta;
 import io.conclave.engine.raft.core.CoreEvent;
+import io.conclave.engine.raft.core.LogLoad;
 import io.conclave.engine.raft.core.Message;
 import io.conclave.engine.raft.core.MessageType;
 import io.conclave.engine.raft.core.ProposalOutcome;
@@ -110,16 +111,47 @@ final class SimNode {
             return lastIndex();
         }
 
-        /** The entries after the snapshot, for a restart. */
-        List<LogEntry> entriesAfterSnapshot() {
+        /**
+         * The entries after the snapshot, for a restart; as RaftNode restores them, those before the newest that fit in
+         * {@code payloadBudget} bytes of payload are stubs (RaftCore.stubOf).
+         */
+        List<LogEntry> entriesAfterSnapshot(long payloadBudget) {
             long after = snapshot == null ? 0 : snapshot.lastIndex();
+            long releasedBelow = 0;
+            long held = 0;
+            for (int i = entries.size() - 1; i >= 0 && entries.get(i).index() > after; i--) {
+                held += entries.get(i).data().length;
+                if (held > payloadBudget) {
+                    releasedBelow = entries.get(i).index() + 1;
+                    break;
+                }
+            }
             List<LogEntry> result = new ArrayList<>();
             for (LogEntry entry : entries) {
                 if (entry.index() > after) {
-                    result.add(entry);
+                    result.add(entry.index() < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? RaftCore.stubOf(entry) : entry);
                 }
             }
             return result;
+        }
+
+        /** As LogStore.getRange: from {@code from}, within the limits, at least one if held; none when not held. */
+        List<LogEntry> range(long from, int maxEntries, long maxBytes) {
+            List<LogEntry> result = new ArrayList<>();
+            long bytes = 0;
+            for (long index = from; index >= firstIndex && index <= lastIndex() && result.size() < maxEntries; index++) {
+                LogEntry entry = entries.get((int) (index - firstIndex));
+                bytes += entry.sizeBytes();
+                if (!result.isEmpty() && bytes > maxBytes) {
+                    break;
+                }
+                result.add(entry);
+            }
+            return result;
+        }
+
+        LogEntry entry(long index) {
+            return index >= firstIndex && index <= lastIndex() ? entries.get((int) (index - firstIndex)) : null;
         }
     }
 
@@ -201,7 +233,7 @@ final class SimNode {
             applied = disk.snapshot.lastIndex();
         }
         simulation.hooks.started(this);
-        core.restore(disk.term, disk.vote, disk.removalActedAt, disk.snapshot, disk.entriesAfterSnapshot());
+        core.restore(disk.term, disk.vote, disk.removalActedAt, disk.snapshot, disk.entriesAfterSnapshot(simulation.logPayloadBudget));
         simulation.checker.restarted(this);
         pump();
     }
@@ -382,6 +414,29 @@ final class SimNode {
         if (up && persisting) {
             ReadyCycle.applyDuringPersist(core, steps);
         }
+        if (up) {
+            askLoads();
+        }
+    }
+
+    /** As RaftNode: the loads of released payloads, read from the disk after a disk's latency, handed back to the core. */
+    private void askLoads() {
+        for (LogLoad load : core.loadsWanted()) {
+            int expectedIncarnation = incarnation;
+            simulation.schedule(simulation.diskLatencyMillis(this), () -> loaded(load, expectedIncarnation));
+        }
+    }
+
+    private void loaded(LogLoad load, int expectedIncarnation) {
+        if (!up || incarnation != expectedIncarnation || deferWhilePaused(() -> loaded(load, expectedIncarnation))) {
+            return;
+        }
+        List<LogEntry> read = disk.range(load.from(), load.maxEntries(), load.maxBytes());
+        if (!read.isEmpty()) {
+            simulation.logLoads++;
+        }
+        core.loaded(load.from(), read);
+        pump();
     }
 
     private void persisted(Ready ready, boolean early, int expectedIncarnation) {
@@ -411,6 +466,9 @@ final class SimNode {
         long commit = core.commitIndex();
         for (long index = Math.max(reportedCommit + 1, core.firstIndex()); index <= commit; index++) {
             LogEntry entry = core.entryAt(index);
+            if (entry != null && RaftCore.isStub(entry)) {
+                entry = disk.entry(index); // released: the disk holds it (a restart's older entries)
+            }
             if (entry != null) {
                 simulation.checker.committed(this, entry);
                 simulation.hooks.committed(this, entry);
@@ -537,6 +595,7 @@ final class SimNode {
             if (core.role() != Role.LEADER) { // as RaftNode does after every batch
                 writesByIndex.certainlyNotApplied(core.commitIndex(), core::termAt, SimNode.this::answerNotApplied);
             }
+            core.releasePayloads(simulation.logPayloadBudget);
             maybeSnapshot();
         }
     };
@@ -552,6 +611,9 @@ final class SimNode {
     private void apply(LogEntry entry) {
         if (entry.index() != applied + 1) {
             throw simulation.failure(id + " applies " + entry.index() + " after " + applied);
+        }
+        if (RaftCore.isStub(entry)) {
+            throw simulation.failure(id + " applies entry " + entry.index() + " without its payload");
         }
         simulation.checker.applied(this, entry);
         applied = entry.index();

@@ -77,6 +77,14 @@ public final class Simulation {
     final ServerRemovalPolicy policy;
     final long snapshotThreshold;
     final long trailingLogs;
+    /** Bytes of payload each server's log keeps in memory beyond its unapplied entries (RaftCore.releasePayloads). */
+    final long logPayloadBudget;
+    /** Loads of released payloads the servers' disks answered with entries (SimNode). */
+    long logLoads;
+
+    long logLoads() {
+        return logLoads;
+    }
     final double diskSpikeRate;
     final int maxDiskSpikeMillis;
     final double clockSkew;
@@ -109,6 +117,7 @@ public final class Simulation {
         this.policy = builder.policy;
         this.snapshotThreshold = builder.snapshotThreshold;
         this.trailingLogs = builder.trailingLogs;
+        this.logPayloadBudget = builder.logPayloadBudget;
         this.diskSpikeRate = builder.diskSpikeRate;
         this.maxDiskSpikeMillis = builder.maxDiskSpikeMillis;
         this.clockSkew = builder.clockSkew;
@@ -146,6 +155,7 @@ public final class Simulation {
         private ServerRemovalPolicy policy = ShutdownOnRemovePolicyProvider.POLICY;
         private long snapshotThreshold = 200;
         private long trailingLogs = 50;
+        private long logPayloadBudget;
         private double lossRate;
         private double duplicateRate;
         private double slowRate;
@@ -181,6 +191,16 @@ public final class Simulation {
         public Builder snapshots(long threshold, long trailing) {
             this.snapshotThreshold = threshold;
             this.trailingLogs = trailing;
+            return this;
+        }
+
+        /**
+         * Bytes of payload a server's log keeps in memory once applied and durable; the rest is released and loaded from
+         * the simulated disk when sent or replayed. 0 (the default): every payload is released as soon as it may be, so
+         * that every run exercises the loads.
+         */
+        public Builder logPayloadBudget(long bytes) {
+            this.logPayloadBudget = bytes;
             return this;
         }
 
