@@ -182,6 +182,16 @@ class StateStoreProcessIT {
     }
 
     /** The size of {@code node}'s newest snapshot's content, in bytes (0: none). */
+    /** The name of {@code node}'s newest snapshot file ("" when none). */
+    private static String newestSnapshotName(Node node) {
+        try (Stream<Path> files = Files.walk(node.data)) {
+            return files.map(file -> file.getFileName().toString()).filter(name -> name.endsWith(".snap") && !name.startsWith("."))
+                    .max(java.util.Comparator.naturalOrder()).orElse("");
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return "";
+        }
+    }
+
     private static long newestSnapshotBytes(Node node) {
         try (Stream<Path> files = Files.walk(node.data)) {
             return files.filter(file -> file.getFileName().toString().endsWith(".snap") && !file.getFileName().toString().startsWith("."))
@@ -262,8 +272,17 @@ class StateStoreProcessIT {
             writing.start();
             String moment;
             if (duringInstall) {
+                String snapshotBefore = newestSnapshotName(leader);
                 kill(victim); // far behind: the leader compacts past it, so that it catches up by snapshot
-                LoadProcessIT.load(leader.http, "more/" + kill + "/", WRITES_WHILE_DOWN, value(), 64);
+                // until the leader took a snapshot since (and so compacted its log to 256 entries behind it): a snapshot
+                // waits for a log of half the state, so at the full size that is 512 MiB of writes, not 3,000
+                int batch = 0;
+                long writingSince = System.nanoTime();
+                do {
+                    LoadProcessIT.load(leader.http, "more/" + kill + "/" + batch++ + "/", WRITES_WHILE_DOWN, value(), 64);
+                    assertTrue(System.nanoTime() - writingSince < DEADLINE.toNanos(), "the leader took no snapshot within "
+                            + DEADLINE + " of writes" + servers.logs(List.of(leader)));
+                } while (newestSnapshotName(leader).equals(snapshotBefore));
                 long expectedBytes = Math.max(1, newestSnapshotBytes(leader));
                 double part = random.nextDouble();
                 restart(victim);

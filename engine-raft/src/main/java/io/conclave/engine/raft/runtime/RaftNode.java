@@ -73,8 +73,8 @@ public final class RaftNode {
      *
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
      * @param timelineEvents         the most events the node's {@link Timeline} keeps
-     * @param logMemoryBytes         what the log held in memory may take: past half of it in payloads, the oldest applied
-     *                               and durable ones are released (read again from the durable log when a follower or a
+     * @param logMemoryBytes         what the log held in memory may take: past {@link #PAYLOAD_SHARE 1/32} of it in
+     *                               payloads, the oldest applied and durable ones are released (read again from the durable log when a follower or a
      *                               replay needs them, {@link RaftCore#releasePayloads}); once the log in memory, its
      *                               released entries counted at a fixed cost each, reaches it, the next snapshot is taken
      *                               whatever {@link #SNAPSHOT_AMORTIZATION} would wait for. A state kept off the heap can
@@ -123,6 +123,15 @@ public final class RaftNode {
                     snapshotThresholdBytes, trailingLogsBytes, timelineEvents, bytes);
         }
     }
+
+    /**
+     * The share of {@link Options#logMemoryBytes()} the log held in memory keeps in values once they are applied and durable
+     * (2 MiB at -Xmx256m): the rest is released and read again from the log's files when needed. Small, so that a value
+     * dies young: with half the bound (32 MiB, some 8 s of writes at 4,000/s) every value lived long enough to be promoted,
+     * and the old generation's churn started a concurrent cycle every 2 s or so, each ending in a remark pause (120 to 280
+     * remarks per server in a benchmark's 8 minutes at 1 GiB, up to 61 ms; 10 to 12 with 2 MiB; docs/performance.md).
+     */
+    static final int PAYLOAD_SHARE = 32;
 
     /** The part of the last snapshot's size the log must hold before the next snapshot (see {@link #maybeSnapshot()}). */
     static final double SNAPSHOT_AMORTIZATION = 0.5;
@@ -293,9 +302,9 @@ public final class RaftNode {
             entries.add(index < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? RaftCore.stubOf(entry) : entry);
         }
         if (releasedBelow > from) {
-            LOG.info("{}: the log after the snapshot holds more than {} bytes of payload, half its bound in memory: entries {} to"
-                    + " {} are held without theirs, read again from the log when they are applied or sent", id,
-                    options.logMemoryBytes() / 2, from, releasedBelow - 1);
+            LOG.info("{}: the log after the snapshot holds more than {} bytes of values, what the log in memory keeps: entries {}"
+                    + " to {} are held without theirs, read again from the log when they are applied or sent", id,
+                    payloadBudget(), from, releasedBelow - 1);
         }
         byte[] removalActed = storage.stable().get(REMOVAL_ACTED_KEY);
         if (removalActed != null && removalActed.length != Long.BYTES) {
@@ -324,11 +333,15 @@ public final class RaftNode {
 
     /**
      * The first index from which a restart holds the log's payloads in memory: the newest entries whose payloads fit in
-     * half of {@link Options#logMemoryBytes()} (the rest are restored as stubs, their payloads read again when needed);
+     * {@link #payloadBudget()} (the rest are restored as stubs, their payloads read again when needed);
      * {@code from} when they all fit. Storage worker.
      */
+    private long payloadBudget() {
+        return options.logMemoryBytes() / PAYLOAD_SHARE;
+    }
+
     private long restoredPayloadsFrom(long from) {
-        long budget = options.logMemoryBytes() / 2;
+        long budget = payloadBudget();
         long held = 0;
         for (long index = storage.log().lastIndex(); index >= from; index--) {
             held += storage.log().get(index).data().length;
@@ -1154,7 +1167,7 @@ public final class RaftNode {
                 failWritesOfLostLeadership();
             }
             timeline.committed(core.commitIndex()); // O(1): when the commit index moved, the open write gaps close
-            core.releasePayloads(options.logMemoryBytes() / 2);
+            core.releasePayloads(payloadBudget());
             maybeSnapshot();
         }
     };

@@ -286,9 +286,9 @@ class RaftNodeClusterTest {
     @Test
     void when_the_state_is_large_beside_the_heap_then_the_log_held_in_memory_stays_within_its_bound() throws Exception {
         // A state off the heap can be many times the heap: the log of half this 1 MiB state (the amortization's wait for
-        // the next snapshot, 32 values of 16 KiB) would not fit in a bound of 128 KiB. The payloads past half the bound
-        // are released (read again from the log when needed), so the snapshots stay amortized: one per 512 KiB of log,
-        // not one per 128 KiB (6 during these 768 KiB of overwrites, when the bound took snapshots).
+        // the next snapshot, 32 values of 16 KiB) would not fit in a bound of 128 KiB. The values past 1/32 of the bound
+        // (4 KiB) are released (read again from the log when needed), so the snapshots stay amortized: one per 512 KiB of
+        // log, not one per 128 KiB (6 during these 768 KiB of overwrites, when the bound took snapshots).
         RaftNode.Options bounded = new RaftNode.Options(20, 1_000_000, 2, 2, 0, 64 * 1024, 1 << 20)
                 .withLogMemoryBytes(128 * 1024);
         RaftNode solo = startSolo(new InMemoryStorage(), bounded);
@@ -303,8 +303,8 @@ class RaftNodeClusterTest {
             for (int i = 0; i < 48; i++) { // 768 KiB of overwrites: the state stays at 1 MiB
                 await(solo.propose(put("k0", value)));
                 // released once applied and durable (no write goes on meanwhile, so this waits for no timing)
-                Await.until("after write " + i + ", at most half the bound in payloads (4 values of 16 KiB) and the bound in all",
-                        Duration.ofSeconds(10), () -> onCore(solo, core -> core.logPayloadBytes()) <= 64 * 1024
+                Await.until("after write " + i + ", at most 1/32 of the bound in values (no value of 16 KiB) and the bound in all",
+                        Duration.ofSeconds(10), () -> onCore(solo, core -> core.logPayloadBytes()) <= 128 * 1024 / RaftNode.PAYLOAD_SHARE
                                 && onCore(solo, core -> core.logHeldBytes()) <= 128 * 1024);
             }
             assertTrue(onCore(solo, core -> core.logReleasedEntries()) > 0, "entries held without their payloads");
@@ -320,7 +320,7 @@ class RaftNodeClusterTest {
     void when_payloads_are_released_from_memory_then_a_follower_behind_and_a_replay_after_a_restart_read_them_from_the_log()
             throws Exception {
         // no snapshot (thresholds out of reach, and 100 entries of stubs are far from the bound): every entry stays in the
-        // log, and past 32 KiB of payloads in memory the oldest are released
+        // log, and past 2 KiB of values in memory (1/32 of the bound) the oldest are released: every applied one
         RaftNode.Options released = new RaftNode.Options(20, 1_000_000, 1_000_000, 2, 0, 1L << 40, 1L << 40)
                 .withLogMemoryBytes(64 * 1024);
         for (String id : ids) {
@@ -333,7 +333,7 @@ class RaftNodeClusterTest {
         String behind = ids.stream().filter(id -> !id.equals(leader.id())).findFirst().orElseThrow();
         stopNode(behind);
         String value = "v".repeat(4 * 1024);
-        for (int i = 0; i < 100; i++) { // 400 KiB: all but the newest 8 values are released on the two servers up
+        for (int i = 0; i < 100; i++) { // 400 KiB: every applied value is released on the two servers up
             await(leader.propose(put("k" + i, value + i)));
         }
         poll("the leader released payloads", () -> onCore(leader, core -> core.logReleasedEntries()) >= 80);
