@@ -74,8 +74,9 @@ public final class RaftNode {
      * @param snapshotIntervalMillis the least time between two snapshots (0: as soon as the threshold is reached)
      * @param timelineEvents         the most events the node's {@link Timeline} keeps
      * @param logMemoryBytes         what the log held in memory may take: past {@link #PAYLOAD_SHARE 1/32} of it in
-     *                               payloads, the oldest applied and durable ones are released (read again from the durable log when a follower or a
-     *                               replay needs them, {@link RaftCore#releasePayloads}); once the log in memory, its
+     *                               payloads, the oldest applied and durable ones are released (read again from the
+     *                               durable log when a follower or a replay needs them, {@link RaftCore#releasePayloads});
+     *                               once the log in memory, its
      *                               released entries counted at a fixed cost each, reaches it, the next snapshot is taken
      *                               whatever {@link #SNAPSHOT_AMORTIZATION} would wait for. A state kept off the heap can
      *                               be many times the heap (by default a quarter of the heap, {@link #defaultLogMemoryBytes()})
@@ -331,15 +332,16 @@ public final class RaftNode {
         }
     }
 
+    /** The values the log held in memory keeps once applied and durable ({@link #PAYLOAD_SHARE}). */
+    private long payloadBudget() {
+        return options.logMemoryBytes() / PAYLOAD_SHARE;
+    }
+
     /**
      * The first index from which a restart holds the log's payloads in memory: the newest entries whose payloads fit in
      * {@link #payloadBudget()} (the rest are restored as stubs, their payloads read again when needed);
      * {@code from} when they all fit. Storage worker.
      */
-    private long payloadBudget() {
-        return options.logMemoryBytes() / PAYLOAD_SHARE;
-    }
-
     private long restoredPayloadsFrom(long from) {
         long budget = payloadBudget();
         long held = 0;
