@@ -557,11 +557,7 @@ public final class RaftCore {
             if (pr.state == Progress.State.SNAPSHOT || pr.next < from || pr.next > last) {
                 continue;
             }
-            while (pr.next <= log.lastIndex() && sendAppend(pr, pr.state == Progress.State.PROBE)) {
-                if (pr.state != Progress.State.REPLICATE) {
-                    break;
-                }
-            }
+            sendAvailable(pr);
         }
     }
 
@@ -1378,6 +1374,15 @@ public final class RaftCore {
         return true;
     }
 
+    /** Sends a follower what it lacks while its window allows: appends back to back when replicating, one when probing. */
+    private void sendAvailable(Progress pr) {
+        while (pr.next <= log.lastIndex() && sendAppend(pr, false)) {
+            if (pr.state != Progress.State.REPLICATE) {
+                break;
+            }
+        }
+    }
+
     private boolean sendSnapshot(Progress pr) {
         SnapshotMeta snapshot = log.snapshot();
         if (snapshot == null) {
@@ -1437,11 +1442,7 @@ public final class RaftCore {
             pr.becomeProbe();
         }
         if (wasPaused || pr.next <= log.lastIndex()) {
-            while (pr.next <= log.lastIndex() && sendAppend(pr, false)) {
-                if (pr.state != Progress.State.REPLICATE) {
-                    break;
-                }
-            }
+            sendAvailable(pr);
         }
         bumpCommitIfOwed(pr); // it acknowledged entries already committed: tell it now, not at the next heartbeat
     }
