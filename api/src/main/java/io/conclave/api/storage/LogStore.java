@@ -37,10 +37,19 @@ public interface LogStore {
      * (counted with {@link LogEntry#sizeBytes()}), but always at least one if {@code fromIndex} is held.
      */
     default List<LogEntry> getRange(long fromIndex, int maxEntries, long maxBytes) {
+        return range(this::get, fromIndex, lastIndex(), maxEntries, maxBytes);
+    }
+
+    /**
+     * {@link #getRange}'s rule over any log read by {@code get} (null for an index not held), up to {@code lastIndex}:
+     * for a store that keeps its entries some other way, or a test's model of one.
+     */
+    static List<LogEntry> range(java.util.function.LongFunction<LogEntry> get, long fromIndex, long lastIndex, int maxEntries,
+            long maxBytes) {
         java.util.ArrayList<LogEntry> result = new java.util.ArrayList<>();
         long bytes = 0;
-        for (long index = fromIndex; index <= lastIndex() && result.size() < maxEntries; index++) {
-            LogEntry entry = get(index);
+        for (long index = fromIndex; index <= lastIndex && result.size() < maxEntries; index++) {
+            LogEntry entry = get.apply(index);
             if (entry == null) {
                 break;
             }

@@ -482,6 +482,34 @@ public final class RaftCore {
         return RaftLog.stub(entry);
     }
 
+    /**
+     * The log entries a restart hands to {@link #restore}: those from {@code from} to {@code last}, read through
+     * {@code read}, with the payloads of the newest that fit in {@code payloadBudget} bytes and the older commands as
+     * stubs ({@link #stubOf}), read again when they are applied or sent ({@link #loadsWanted}). {@code read} is called
+     * twice per entry at most and no payload is kept beyond the budget, so that a log larger than the heap restores.
+     */
+    public static Restorable restorable(long from, long last, java.util.function.LongFunction<LogEntry> read, long payloadBudget) {
+        long releasedBelow = from;
+        long held = 0;
+        for (long index = last; index >= from; index--) {
+            held += read.apply(index).data().length;
+            if (held > payloadBudget) {
+                releasedBelow = index + 1;
+                break;
+            }
+        }
+        List<LogEntry> entries = new ArrayList<>();
+        for (long index = from; index <= last; index++) {
+            LogEntry entry = read.apply(index);
+            entries.add(index < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? stubOf(entry) : entry);
+        }
+        return new Restorable(entries, releasedBelow);
+    }
+
+    /** What {@link #restorable} gives: the entries, and the first index from which commands hold their payloads. */
+    public record Restorable(List<LogEntry> entries, long payloadsFrom) {
+    }
+
     /** Whether {@code entry} is a stub ({@link #stubOf}). */
     public static boolean isStub(LogEntry entry) {
         return RaftLog.isStub(entry);

@@ -296,16 +296,12 @@ public final class RaftNode {
             storage.log().sync();
         }
         long from = Math.max(snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1, storage.log().firstIndex());
-        long releasedBelow = restoredPayloadsFrom(from);
-        List<LogEntry> entries = new ArrayList<>();
-        for (long index = from; index <= storage.log().lastIndex(); index++) {
-            LogEntry entry = storage.log().get(index);
-            entries.add(index < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? RaftCore.stubOf(entry) : entry);
-        }
-        if (releasedBelow > from) {
+        RaftCore.Restorable restorable = RaftCore.restorable(from, storage.log().lastIndex(), storage.log()::get, payloadBudget());
+        List<LogEntry> entries = restorable.entries();
+        if (restorable.payloadsFrom() > from) {
             LOG.info("{}: the log after the snapshot holds more than {} bytes of values, what the log in memory keeps: entries {}"
                     + " to {} are held without theirs, read again from the log when they are applied or sent", id,
-                    payloadBudget(), from, releasedBelow - 1);
+                    payloadBudget(), from, restorable.payloadsFrom() - 1);
         }
         byte[] removalActed = storage.stable().get(REMOVAL_ACTED_KEY);
         if (removalActed != null && removalActed.length != Long.BYTES) {
@@ -335,23 +331,6 @@ public final class RaftNode {
     /** The values the log held in memory keeps once applied and durable ({@link #PAYLOAD_SHARE}). */
     private long payloadBudget() {
         return options.logMemoryBytes() / PAYLOAD_SHARE;
-    }
-
-    /**
-     * The first index from which a restart holds the log's payloads in memory: the newest entries whose payloads fit in
-     * {@link #payloadBudget()} (the rest are restored as stubs, their payloads read again when needed);
-     * {@code from} when they all fit. Storage worker.
-     */
-    private long restoredPayloadsFrom(long from) {
-        long budget = payloadBudget();
-        long held = 0;
-        for (long index = storage.log().lastIndex(); index >= from; index--) {
-            held += storage.log().get(index).data().length;
-            if (held > budget) {
-                return index + 1;
-            }
-        }
-        return from;
     }
 
     /**

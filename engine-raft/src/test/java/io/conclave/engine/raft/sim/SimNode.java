@@ -4,6 +4,7 @@ import io.conclave.testsupport.ClientOp;
 import io.conclave.testsupport.LinearizabilityChecker;
 import io.conclave.api.policy.ServerRemovalPolicy;
 import io.conclave.api.storage.LogEntry;
+import io.conclave.api.storage.LogStore;
 import io.conclave.api.storage.SnapshotMeta;
 import io.conclave.engine.raft.core.CoreEvent;
 import io.conclave.engine.raft.core.LogLoad;
@@ -111,43 +112,16 @@ final class SimNode {
             return lastIndex();
         }
 
-        /**
-         * The entries after the snapshot, for a restart; as RaftNode restores them, those before the newest that fit in
-         * {@code payloadBudget} bytes of payload are stubs (RaftCore.stubOf).
-         */
+        /** The entries after the snapshot, for a restart, stubbed beyond {@code payloadBudget} as RaftNode restores them. */
         List<LogEntry> entriesAfterSnapshot(long payloadBudget) {
-            long after = snapshot == null ? 0 : snapshot.lastIndex();
-            long releasedBelow = 0;
-            long held = 0;
-            for (int i = entries.size() - 1; i >= 0 && entries.get(i).index() > after; i--) {
-                held += entries.get(i).data().length;
-                if (held > payloadBudget) {
-                    releasedBelow = entries.get(i).index() + 1;
-                    break;
-                }
-            }
-            List<LogEntry> result = new ArrayList<>();
-            for (LogEntry entry : entries) {
-                if (entry.index() > after) {
-                    result.add(entry.index() < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? RaftCore.stubOf(entry) : entry);
-                }
-            }
-            return result;
+            long from = Math.max(firstIndex, snapshot == null ? 1 : snapshot.lastIndex() + 1);
+            return RaftCore.restorable(from, lastIndex(), index -> entries.get((int) (index - firstIndex)), payloadBudget).entries();
         }
 
         /** As LogStore.getRange: from {@code from}, within the limits, at least one if held; none when not held. */
         List<LogEntry> range(long from, int maxEntries, long maxBytes) {
-            List<LogEntry> result = new ArrayList<>();
-            long bytes = 0;
-            for (long index = from; index >= firstIndex && index <= lastIndex() && result.size() < maxEntries; index++) {
-                LogEntry entry = entries.get((int) (index - firstIndex));
-                bytes += entry.sizeBytes();
-                if (!result.isEmpty() && bytes > maxBytes) {
-                    break;
-                }
-                result.add(entry);
-            }
-            return result;
+            return LogStore.range(index -> index < firstIndex || index > lastIndex() ? null : entries.get((int) (index - firstIndex)),
+                    from, lastIndex(), maxEntries, maxBytes);
         }
 
         LogEntry entry(long index) {
