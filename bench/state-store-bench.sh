@@ -70,7 +70,9 @@ JSON
 start_store_server() { # i store label
   local heap=256m
   if [ "$2" = heap ]; then heap=${HEAP_STORE_XMX:-$([ "$size" -ge 1024 ] && echo 6g || echo 512m)}; fi
-  JAVA_OPTS="-Xmx$heap -Xlog:gc:file=$out/gc-$3-c$1.log ${EXTRA_JAVA_OPTS:-}" "$dist/bin/conclave" agent -config-file "$work/c$1.json" \
+  # one GC log per JVM (%p: its PID), a restart's included; each line stamped with the wall clock (timemillis), and each
+  # pause's CPU (gc+cpu), to tell a collector's work from its threads waiting for a core
+  JAVA_OPTS="-Xmx$heap -Xlog:gc,gc+cpu:file=$out/gc-$3-c$1-%p.log:timemillis,uptime,level,tags ${EXTRA_JAVA_OPTS:-}" "$dist/bin/conclave" agent -config-file "$work/c$1.json" \
     > "$out/$3-c$1.log" 2>&1 &
   echo $! > "$work/pid-c$1"
 }
@@ -200,12 +202,19 @@ catch_up_run() { # system leader run -> millis for a new server to hold the lead
   echo $took
 }
 
-gc_figures() { # label-prefix kind -> "max_pause_ms total_ms"
+gc_figures() { # label-prefix kind [since-epoch-ms] -> "max_pause_ms total_ms max_pause_cpu_ms" (Conclave: only the pauses
+  # that ended at or after since, when given; the CPU, user + system, of the longest; etcd: since is ignored, cpu "-")
   if [ "$2" = etcd ]; then
     # gctrace: "gc N @Ts P%: A+B+C ms clock, ..." - A and C are the stop-the-world phases
-    cat "$out/$1"-e*.log 2>/dev/null | awk '/^gc [0-9]+ @/ {split($5, t, "+"); p = t[1] + t[3]; s += p; if (p > m) m = p} END {printf "%.2f %.1f\n", m, s}'
+    cat "$out/$1"-e*.log 2>/dev/null | awk '/^gc [0-9]+ @/ {split($5, t, "+"); p = t[1] + t[3]; s += p; if (p > m) m = p} END {printf "%.2f %.1f -\n", m, s}'
   else
-    cat "$out/gc-$1"-c*.log 2>/dev/null | awk '/Pause/ {v = $NF; sub(/ms$/, "", v); s += v; if (v + 0 > m) m = v + 0} END {printf "%.2f %.1f\n", m, s}'
+    # "[9.997s][<epoch>ms][info][gc] GC(4) Pause Young ... 94.808ms" then "[...][gc,cpu] GC(4) User=0.02s Sys=0.00s Real=0.09s"
+    for file in "$out/gc-$1"-c*.log; do [ -e "$file" ] && awk -v since="${3:-0}" '
+      { stamp = 0; if (match($0, /\[[0-9]+ms\]/)) stamp = substr($0, RSTART + 1, RLENGTH - 4) + 0; gc = ""; if (match($0, /GC\([0-9]+\)/)) gc = FILENAME substr($0, RSTART, RLENGTH) }
+      / Pause / && stamp >= since { v = $NF; sub(/ms$/, "", v); print "P", gc, v }
+      /User=/ { u = $0; sub(/.*User=/, "", u); sub(/s .*/, "", u); y = $0; sub(/.*Sys=/, "", y); sub(/s .*/, "", y); print "C", gc, (u + y) * 1000 }' "$file"; done \
+      | awk '$1 == "P" {s += $3; if ($3 + 0 > m) {m = $3 + 0; at = $2}; seen[$2] = 1} $1 == "C" && !($2 in cpu) {cpu[$2] = $3}
+        END {printf "%.2f %.1f %s\n", m, s, (at in cpu) ? cpu[at] : "-"}'
   fi
 }
 
@@ -218,7 +227,7 @@ heap_used_mib() { # label-prefix kind -> the largest heap after a collection (Co
     done
     echo $((max >> 20))
   else
-    for i in 0 1 2; do tail -5 "$out/gc-$1-c$i.log" 2>/dev/null | awk '/Pause/ {split($0, a, "->"); split(a[2], b, "M"); print b[1]}' | tail -1; done \
+    for i in 0 1 2; do tail -5 "$(ls -t "$out/gc-$1-c$i"-*.log 2>/dev/null | head -1)" 2>/dev/null | awk '/Pause/ {split($0, a, "->"); split(a[2], b, "M"); print b[1]}' | tail -1; done \
       | sort -n | tail -1
   fi
 }
@@ -236,6 +245,7 @@ for size in $sizes; do
     leader=$("${kind}_leader")
     echo "$label: leader $leader; loading $keys keys of 1 KB" >&2
     rec "$size\t$system\t1\tload_ms\t$(load "$system" "$leader" "$keys")"
+    loaded_at=$(millis)
     for run in $(seq 1 "$runs"); do
       leader=$("${kind}_leader")
       [ "$warmup" -gt 0 ] && wrk_run "$system" "$leader" 0 "$keys" "$warmup" > /dev/null
@@ -257,8 +267,13 @@ for size in $sizes; do
       leader=$("${kind}_leader")
       rec "$size\t$system\t$run\tcatch_up_new_server_ms\t$(catch_up_run "$system" "$leader" "$run")"
     done
-    read -r maxpause total < <(gc_figures "$label" "$kind")
+    read -r maxpause total cpu < <(gc_figures "$label" "$kind")
     rec "$size\t$system\tall\tgc_max_pause_ms\t$maxpause"; rec "$size\t$system\tall\tgc_total_ms\t$total"
+    if [ "$kind" != etcd ]; then # the same once loaded: the pauses with the state at its size, restarts included
+      rec "$size\t$system\tall\tgc_max_pause_cpu_ms\t$cpu"
+      read -r maxpause total cpu < <(gc_figures "$label" "$kind" "$loaded_at")
+      rec "$size\t$system\tall\tgc_max_pause_loaded_ms\t$maxpause"; rec "$size\t$system\tall\tgc_max_pause_loaded_cpu_ms\t$cpu"
+    fi
     rec "$size\t$system\tall\theap_used_mib\t$(heap_used_mib "$label" "$kind")"
     stop_servers
   done

@@ -131,6 +131,31 @@ public abstract class StorageConformanceKit {
     }
 
     @Test
+    void a_range_reads_what_get_reads_across_the_log_and_its_compaction() {
+        LogStore log = storage.log();
+        for (long from = 1; from <= 600; from += 50) { // batches of 50: a store with small segments rolls inside them
+            log.append(entries(from, from + 49, 1));
+        }
+        log.sync();
+        long[] starts = {0, 1, 2, 49, 50, 51, 137, 300, 599, 600, 601};
+        int[] counts = {0, 1, 7, 64, 1000};
+        long[] limits = {1, 200, 4096, 1 << 20};
+        for (int round = 0; round < 2; round++) {
+            for (long from : starts) {
+                for (int count : counts) {
+                    for (long limit : limits) {
+                        assertEquals(LogStore.range(log::get, from, log.lastIndex(), count, limit), log.getRange(from, count, limit),
+                                "getRange(" + from + ", " + count + ", " + limit + ") after " + (round == 0 ? "appends" : "a compaction"));
+                    }
+                }
+            }
+            log.truncatePrefix(120); // then again below, across and above the new first index
+        }
+        assertEquals(List.of(), log.getRange(100, 10, 1 << 20), "nothing below the first index");
+        assertEquals(entries(121, 130, 1), log.getRange(121, 10, 1 << 20));
+    }
+
+    @Test
     void an_append_with_a_gap_or_overlap_is_refused_and_changes_nothing() {
         LogStore log = storage.log();
         log.append(entries(1, 10, 1));

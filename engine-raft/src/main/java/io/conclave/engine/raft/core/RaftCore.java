@@ -483,27 +483,43 @@ public final class RaftCore {
     }
 
     /**
-     * The log entries a restart hands to {@link #restore}: those from {@code from} to {@code last}, read through
-     * {@code read}, with the payloads of the newest that fit in {@code payloadBudget} bytes and the older commands as
-     * stubs ({@link #stubOf}), read again when they are applied or sent ({@link #loadsWanted}). {@code read} is called
-     * twice per entry at most and no payload is kept beyond the budget, so that a log larger than the heap restores.
+     * The log entries a restart hands to {@link #restore}: those from {@code from} to {@code last}, read in order by
+     * {@code read} (the entries from an index on, at least one while any is left: {@code LogStore.getRange}), with the
+     * payloads of the newest that fit in {@code payloadBudget} bytes and the older commands as stubs ({@link #stubOf}),
+     * read again when they are applied or sent ({@link #loadsWanted}). Two passes in order, the first to sum the
+     * payloads: no payload is kept beyond the budget, so that a log larger than the heap restores.
      */
-    public static Restorable restorable(long from, long last, java.util.function.LongFunction<LogEntry> read, long payloadBudget) {
-        long releasedBelow = from;
-        long held = 0;
-        for (long index = last; index >= from; index--) {
-            held += read.apply(index).data().length;
-            if (held > payloadBudget) {
-                releasedBelow = index + 1;
-                break;
+    public static Restorable restorable(long from, long last, java.util.function.LongFunction<List<LogEntry>> read, long payloadBudget) {
+        long total = 0;
+        for (long index = from; index <= last; ) {
+            for (LogEntry entry : readFrom(read, index, last)) {
+                total += entry.data().length;
+                index = entry.index() + 1;
             }
         }
+        long payloadsFrom = last + 1;
+        long before = 0; // the payloads of the entries before the one at hand: those from it on are total - before
         List<LogEntry> entries = new ArrayList<>();
-        for (long index = from; index <= last; index++) {
-            LogEntry entry = read.apply(index);
-            entries.add(index < releasedBelow && entry.type() == LogEntry.Type.COMMAND ? stubOf(entry) : entry);
+        for (long index = from; index <= last; ) {
+            for (LogEntry entry : readFrom(read, index, last)) {
+                boolean held = total - before <= payloadBudget;
+                if (held && payloadsFrom > last) {
+                    payloadsFrom = entry.index();
+                }
+                entries.add(held || entry.type() != LogEntry.Type.COMMAND ? entry : stubOf(entry));
+                before += entry.data().length;
+                index = entry.index() + 1;
+            }
         }
-        return new Restorable(entries, releasedBelow);
+        return new Restorable(entries, entries.isEmpty() ? from : payloadsFrom);
+    }
+
+    private static List<LogEntry> readFrom(java.util.function.LongFunction<List<LogEntry>> read, long index, long last) {
+        List<LogEntry> entries = read.apply(index);
+        if (entries.isEmpty() || entries.get(0).index() != index) {
+            throw new IllegalStateException("the log did not give back entry " + index + " (it ends at " + last + ")");
+        }
+        return entries.get(entries.size() - 1).index() > last ? entries.subList(0, (int) (last - index + 1)) : entries;
     }
 
     /** What {@link #restorable} gives: the entries, and the first index from which commands hold their payloads. */

@@ -133,6 +133,9 @@ public final class RaftNode {
      * remarks per server in a benchmark's 8 minutes at 1 GiB, up to 61 ms; 10 to 12 with 2 MiB; docs/performance.md).
      */
     static final int PAYLOAD_SHARE = 32;
+    /** A restart reads the log after the snapshot in slices of at most these many entries and bytes. */
+    private static final int RESTORE_READ_ENTRIES = 4096;
+    private static final long RESTORE_READ_BYTES = 8L << 20;
 
     /** The part of the last snapshot's size the log must hold before the next snapshot (see {@link #maybeSnapshot()}). */
     static final double SNAPSHOT_AMORTIZATION = 0.5;
@@ -296,7 +299,8 @@ public final class RaftNode {
             storage.log().sync();
         }
         long from = Math.max(snapshot == null ? storage.log().firstIndex() : snapshot.lastIndex() + 1, storage.log().firstIndex());
-        RaftCore.Restorable restorable = RaftCore.restorable(from, storage.log().lastIndex(), storage.log()::get, payloadBudget());
+        RaftCore.Restorable restorable = RaftCore.restorable(from, storage.log().lastIndex(),
+                index -> storage.log().getRange(index, RESTORE_READ_ENTRIES, RESTORE_READ_BYTES), payloadBudget());
         List<LogEntry> entries = restorable.entries();
         if (restorable.payloadsFrom() > from) {
             LOG.info("{}: the log after the snapshot holds more than {} bytes of values, what the log in memory keeps: entries {}"

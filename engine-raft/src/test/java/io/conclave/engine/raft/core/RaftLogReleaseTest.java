@@ -112,4 +112,35 @@ class RaftLogReleaseTest {
         assertEquals(List.of(1L), log.takeCommitted(100).stream().map(LogEntry::index).toList());
         assertEquals(2, log.committedStubToLoad(), "2 is past the reused state: loaded");
     }
+    @Test
+    void when_a_restart_reads_the_log_in_slices_then_exactly_the_commands_older_than_the_budget_are_stubs() {
+        java.util.Random random = new java.util.Random(7);
+        List<LogEntry> log = new java.util.ArrayList<>();
+        for (long index = 11; index <= 90; index++) {
+            LogEntry.Type type = index % 13 == 0 ? LogEntry.Type.NOOP : index % 17 == 0 ? LogEntry.Type.CONFIGURATION : LogEntry.Type.COMMAND;
+            log.add(new LogEntry(index, 1 + index / 40, type, new byte[random.nextInt(200)]));
+        }
+        long exact = log.subList(60, log.size()).stream().mapToLong(entry -> entry.data().length).sum(); // the boundary itself
+        for (long budget : new long[] {0, 1, 150, 999, 4_000, 1 << 20, exact - 1, exact, exact + 1}) {
+            for (int slice : new int[] {1, 3, 64}) {
+                RaftCore.Restorable restorable = RaftCore.restorable(11, 90,
+                        from -> log.subList((int) (from - 11), (int) Math.min(log.size(), from - 11 + slice)), budget);
+                long payloadsFrom = 91;
+                for (int i = 0; i < log.size(); i++) { // the rule: a command is a stub when it and the newer ones pass the budget
+                    long newer = log.subList(i, log.size()).stream().mapToLong(entry -> entry.data().length).sum();
+                    LogEntry entry = log.get(i);
+                    boolean stub = newer > budget && entry.type() == LogEntry.Type.COMMAND;
+                    if (newer <= budget && payloadsFrom == 91) {
+                        payloadsFrom = entry.index();
+                    }
+                    assertEquals(stub ? RaftCore.stubOf(entry) : entry, restorable.entries().get(i), "entry " + entry.index()
+                            + " with a budget of " + budget + " read " + slice + " at a time");
+                    assertEquals(stub, RaftCore.isStub(restorable.entries().get(i)), "entry " + entry.index() + " a stub");
+                }
+                assertEquals(log.size(), restorable.entries().size());
+                assertEquals(payloadsFrom, restorable.payloadsFrom(), "budget " + budget);
+            }
+        }
+        assertEquals(List.of(), RaftCore.restorable(91, 90, from -> List.of(), 100).entries(), "an empty log after the snapshot");
+    }
 }

@@ -115,7 +115,7 @@ final class SimNode {
         /** The entries after the snapshot, for a restart, stubbed beyond {@code payloadBudget} as RaftNode restores them. */
         List<LogEntry> entriesAfterSnapshot(long payloadBudget) {
             long from = Math.max(firstIndex, snapshot == null ? 1 : snapshot.lastIndex() + 1);
-            return RaftCore.restorable(from, lastIndex(), index -> entries.get((int) (index - firstIndex)), payloadBudget).entries();
+            return RaftCore.restorable(from, lastIndex(), index -> range(index, 64, 1 << 16), payloadBudget).entries();
         }
 
         /** As LogStore.getRange: from {@code from}, within the limits, at least one if held; none when not held. */

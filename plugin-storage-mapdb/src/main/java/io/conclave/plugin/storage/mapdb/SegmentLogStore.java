@@ -62,6 +62,18 @@ final class SegmentLogStore implements LogStore {
     }
 
     @Override
+    public List<LogEntry> getRange(long fromIndex, int maxEntries, long maxBytes) {
+        if (fromIndex < firstIndex || fromIndex > lastIndex() || maxEntries <= 0) {
+            return List.of();
+        }
+        List<LogEntry> entries = segments.range(fromIndex, (int) Math.min(maxEntries, lastIndex() - fromIndex + 1), maxBytes);
+        if (entries.isEmpty()) {
+            throw new CorruptionException(folder, "log entry " + fromIndex + " is missing between " + firstIndex + " and " + lastIndex());
+        }
+        return entries;
+    }
+
+    @Override
     public void append(List<LogEntry> batch) {
         if (batch.isEmpty()) {
             return;

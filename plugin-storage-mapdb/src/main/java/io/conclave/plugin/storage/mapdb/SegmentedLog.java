@@ -198,6 +198,52 @@ final class SegmentedLog implements AutoCloseable {
         }
     }
 
+    /**
+     * Entries from {@code from} on, by {@link io.conclave.api.storage.LogStore#getRange}'s rule (at most
+     * {@code maxEntries}, at most {@code maxBytes} by {@link LogEntry#sizeBytes()} but at least one), each segment
+     * opened once and its index read in slices: what a load of released entries, a restart and a catch-up read, where
+     * {@link #get} would open a sealed segment and its index for every entry. Stops early at an index not held.
+     */
+    List<LogEntry> range(long from, int maxEntries, long maxBytes) {
+        List<LogEntry> result = new ArrayList<>();
+        long bytes = 0;
+        long index = from;
+        while (result.size() < maxEntries) {
+            var floor = segments.floorEntry(index);
+            if (floor == null || index > floor.getValue().last) {
+                break;
+            }
+            Segment segment = floor.getValue();
+            try (FileChannel sealed = segment == active ? null : FileChannel.open(segment.file, StandardOpenOption.READ);
+                    FileChannel offsets = segment == active ? null : FileChannel.open(indexFileOf(segment), StandardOpenOption.READ)) {
+                FileChannel channel = segment == active ? activeChannel : sealed;
+                while (index <= segment.last && result.size() < maxEntries) {
+                    int count = (int) Math.min(Math.min(segment.last - index + 1, maxEntries - result.size()), RANGE_SLICE);
+                    ByteBuffer slice = null;
+                    if (offsets != null) {
+                        slice = ByteBuffer.allocate(count * 8);
+                        FileChannels.readFully(offsets, slice, (index - segment.first) * 8);
+                    }
+                    for (int i = 0; i < count; i++, index++) {
+                        long offset = slice != null ? slice.getLong(i * 8) : segment.offsets[(int) (index - segment.first)];
+                        LogEntry entry = readRecord(segment, channel, offset, index);
+                        bytes += entry.sizeBytes();
+                        if (!result.isEmpty() && bytes > maxBytes) {
+                            return result;
+                        }
+                        result.add(entry);
+                    }
+                }
+            } catch (IOException e) {
+                throw new StorageException("cannot read " + segment.file + ": " + e.getMessage(), e);
+            }
+        }
+        return result;
+    }
+
+    /** How many offsets {@link #range} reads from an index file at once. */
+    private static final int RANGE_SLICE = 4096;
+
     /** A sealed segment's record offsets are in its index file, 8 bytes each: nothing is held in memory. */
     private long sealedOffset(Segment segment, long index) throws IOException {
         try (FileChannel channel = FileChannel.open(indexFileOf(segment), StandardOpenOption.READ)) {
