@@ -30,6 +30,9 @@
 # set, makes the script record every measured Conclave load on every server with JFR (jcmd JFR.start right before
 # the load, JFR.stop right after it, the settings of JFR_SETTINGS, default "profile"), one file per load and server:
 # $JFR_DIR/r<round>-conclave-<w|rc|rs><connections>-c<server>-<leader|follower>.jfr.
+# RAW_FIRST=1 sends each count's writes from RawLatency.java before wrk's instead of after them, to tell the order's
+# share from the client's (2026-12-07: at 1 connection, every stage of Conclave's writes, the disk's sync included, took
+# 1.3-1.8x as long under wrk, the first load after the warm-up at 64 connections, as under the raw client right after).
 #
 # Warm-up: keep the default 30 s for any figure. On a loaded two-core machine, with -w 1 or 2, Conclave's writes at 1
 # connection ran 20x slower than after 30 s (the JIT compilers still at work). JFR_DIR's recordings (settings=profile)
@@ -292,7 +295,10 @@ for round in $(seq 1 "$rounds"); do
     echo "round $round: $system leader at $leader; warming up ${warmup}s" >&2
     run_wrk "$system" "$leader" w 64 "$warmup" "r$round-$system-warmup" > /dev/null
     if [ "$mode" != reads ]; then
-      for c in $conns; do measure "$system" "$leader" w "$c"; measure "$system" "$leader" wr "$c"; done
+      for c in $conns; do
+        if [ "${RAW_FIRST:-0}" = 1 ]; then measure "$system" "$leader" wr "$c"; measure "$system" "$leader" w "$c"
+        else measure "$system" "$leader" w "$c"; measure "$system" "$leader" wr "$c"; fi
+      done
     fi
     if [ "$mode" != writes ]; then
       load_keys "$system" "$leader"

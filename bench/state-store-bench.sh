@@ -209,7 +209,8 @@ gc_figures() { # label-prefix kind [since-epoch-ms] -> "max_pause_ms total_ms ma
     cat "$out/$1"-e*.log 2>/dev/null | awk '/^gc [0-9]+ @/ {split($5, t, "+"); p = t[1] + t[3]; s += p; if (p > m) m = p} END {printf "%.2f %.1f -\n", m, s}'
   else
     # "[9.997s][<epoch>ms][info][gc] GC(4) Pause Young ... 94.808ms" then "[...][gc,cpu] GC(4) User=0.02s Sys=0.00s Real=0.09s"
-    for file in "$out/gc-$1"-c*.log; do [ -e "$file" ] && awk -v since="${3:-0}" '
+    # every JVM of the cluster: the three, their restarts and the new servers
+    for file in "$out/gc-$1"-*.log; do [ -e "$file" ] && awk -v since="${3:-0}" '
       { stamp = 0; if (match($0, /\[[0-9]+ms\]/)) stamp = substr($0, RSTART + 1, RLENGTH - 4) + 0; gc = ""; if (match($0, /GC\([0-9]+\)/)) gc = FILENAME substr($0, RSTART, RLENGTH) }
       / Pause / && stamp >= since { v = $NF; sub(/ms$/, "", v); print "P", gc, v }
       /User=/ { u = $0; sub(/.*User=/, "", u); sub(/s .*/, "", u); y = $0; sub(/.*Sys=/, "", y); sub(/s .*/, "", y); print "C", gc, (u + y) * 1000 }' "$file"; done \
@@ -267,6 +268,17 @@ for size in $sizes; do
       leader=$("${kind}_leader")
       rec "$size\t$system\t$run\tcatch_up_new_server_ms\t$(catch_up_run "$system" "$leader" "$run")"
     done
+    if [ "$kind" != etcd ]; then # the longest log sync and persist wait of each server's life (a stalled sync holds its answers)
+      for i in 0 1 2; do
+        curl -sf "http://127.0.0.1:2450$i/v1/agent/metrics" > "$out/metrics-$label-c$i.json" 2>/dev/null || continue
+        for name in raft.fsync.latency raft.persist.wait; do
+          python3 -c 'import json, sys
+for s in json.load(open(sys.argv[1])).get("Samples", []):
+    if s["Name"] == sys.argv[2]: print("%.1f" % s["Max"])' "$out/metrics-$label-c$i.json" "$name" 2>/dev/null \
+            | while read -r max; do rec "$size\t$system\tc$i\t${name//./_}_max_ms\t$max"; done
+        done
+      done
+    fi
     read -r maxpause total cpu < <(gc_figures "$label" "$kind")
     rec "$size\t$system\tall\tgc_max_pause_ms\t$maxpause"; rec "$size\t$system\tall\tgc_total_ms\t$total"
     if [ "$kind" != etcd ]; then # the same once loaded: the pauses with the state at its size, restarts included

@@ -22,6 +22,14 @@ public sealed interface CoreEvent {
     record RoleChanged(Role role, long term, String leaderId) implements CoreEvent {
     }
 
+    /**
+     * This leader stepped down in {@code term}: within the last election timeout ({@code ticks} ticks) it heard from
+     * {@code heard} of the configuration's {@code voters} voters, itself included, fewer than a majority; {@code silent}
+     * names the others with the ticks since each was last heard from (check quorum).
+     */
+    record QuorumLost(long term, int heard, int voters, int ticks, String silent) implements CoreEvent {
+    }
+
     /** A (pre-)vote request was refused. */
     record VoteRefused(String candidate, long candidateTerm, boolean preVote, RefusalReason reason) implements CoreEvent {
     }

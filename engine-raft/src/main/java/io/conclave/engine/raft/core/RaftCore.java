@@ -1050,6 +1050,7 @@ public final class RaftCore {
         if (electionElapsed >= config.electionTimeoutMinTicks()) {
             electionElapsed = 0;
             if (config.checkQuorum() && !quorumRecentlyActive()) {
+                events.add(quorumLost());
                 becomeFollower(term, null);
                 return;
             }
@@ -1091,6 +1092,23 @@ public final class RaftCore {
             }
         }
         return active >= quorum(voters.size());
+    }
+
+    /** What {@link #quorumRecentlyActive} found wanting, for the log: who was heard from, and who not since when. */
+    private CoreEvent.QuorumLost quorumLost() {
+        List<Server> voters = log.latestConfiguration().voters();
+        int heard = 0;
+        StringBuilder silent = new StringBuilder();
+        for (Server voter : voters) {
+            Progress pr = progress.get(voter.id());
+            if (voter.id().equals(id) || (pr != null && pr.recentActive)) {
+                heard++;
+            } else {
+                silent.append(silent.isEmpty() ? "" : ", ").append(voter.id())
+                        .append(pr == null || !pr.heardFrom ? " (never heard from)" : " (" + pr.ticksSinceContact + " ticks)");
+            }
+        }
+        return new CoreEvent.QuorumLost(term, heard, voters.size(), config.electionTimeoutMinTicks(), silent.toString());
     }
 
     private static int quorum(int voters) {

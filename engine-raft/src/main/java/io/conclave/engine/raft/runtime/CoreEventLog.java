@@ -25,7 +25,7 @@ public final class CoreEventLog {
                 || event instanceof CoreEvent.ConfigurationCommitted) {
             return Level.DEBUG;
         }
-        if (event instanceof CoreEvent.TransferFailed) {
+        if (event instanceof CoreEvent.TransferFailed || event instanceof CoreEvent.QuorumLost) {
             return Level.WARN;
         }
         return Level.INFO;
@@ -55,6 +55,11 @@ public final class CoreEventLog {
         }
         if (event instanceof CoreEvent.RoleChanged changed) {
             return node + "role " + changed.role() + " term=" + changed.term() + " leader=" + changed.leaderId();
+        }
+        if (event instanceof CoreEvent.QuorumLost lost) {
+            return node + "raft.leader.stepped_down term=" + lost.term() + ": heard from " + lost.heard() + " of " + lost.voters()
+                    + " voters (itself included) within the election timeout (" + lost.ticks() + " ticks), fewer than a majority;"
+                    + " not heard from: " + lost.silent();
         }
         if (event instanceof CoreEvent.ConfigurationCommitted committed) {
             return node + "configuration committed at " + committed.index() + ": " + committed.configuration().servers().size() + " servers";

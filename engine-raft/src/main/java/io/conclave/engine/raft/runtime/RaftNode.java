@@ -1344,6 +1344,7 @@ public final class RaftNode {
         }
         long compactTo = core.compactionPoint(index, options.trailingLogs(), options.trailingLogsBytes());
         appliedBytesSinceSnapshot = 0;
+        long snapshotStarted = System.nanoTime();
         RaftNode.<SnapshotMeta>onWorker(snapshotWorker, () -> {
             long started = System.nanoTime();
             SnapshotMeta meta;
@@ -1370,6 +1371,8 @@ public final class RaftNode {
                 core.snapshotTaken(result.result(), compactTo);
                 timeline.record(Timeline.Type.SNAPSHOT_TAKEN, term, index, null,
                         "snapshot taken (" + result.result().sizeBytes() + " bytes)");
+                LOG.info("{}: snapshot at index {} taken: {} bytes in {} ms; the log compacted up to {}", id, index,
+                        result.result().sizeBytes(), (System.nanoTime() - snapshotStarted) / 1_000_000, compactTo);
             } else {
                 fatal(result.cause());
             }

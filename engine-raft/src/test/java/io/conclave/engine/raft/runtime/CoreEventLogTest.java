@@ -29,4 +29,13 @@ class CoreEventLogTest {
         assertEquals(Level.WARN, CoreEventLog.levelOf(new CoreEvent.TransferFailed("n2")));
         CoreEventLog.log("n1", new CoreEvent.ElectionWon(3)); // and it logs without failing
     }
+
+    @Test
+    void a_leader_that_lost_its_quorum_says_so_at_warn_with_who_was_silent() {
+        CoreEvent lost = new CoreEvent.QuorumLost(4, 1, 3, 10, "n2 (12 ticks), n3 (never heard from)");
+        assertEquals(Level.WARN, CoreEventLog.levelOf(lost));
+        String line = CoreEventLog.describe("n1", lost);
+        assertTrue(line.contains("raft.leader.stepped_down term=4: heard from 1 of 3 voters") && line.contains("n2 (12 ticks)")
+                && line.contains("n3 (never heard from)"), line);
+    }
 }

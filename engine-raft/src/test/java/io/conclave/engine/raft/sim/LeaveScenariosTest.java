@@ -368,9 +368,18 @@ class LeaveScenariosTest {
             SimNode leader = sim.awaitLeader(10_000);
             sim.runFor(1_000);
             List<SimNode> minority = new ArrayList<>(List.of(leader, aFollower(sim)));
+            int eventsBefore = leader.eventLog.size();
             sim.partition(minority);
             long cutAt = sim.now();
             assertTrue(sim.runUntil(() -> leader.core.role() != Role.LEADER, 10_000));
+            CoreEvent.QuorumLost lost = leader.eventLog.subList(eventsBefore, leader.eventLog.size()).stream()
+                    .filter(CoreEvent.QuorumLost.class::isInstance).map(CoreEvent.QuorumLost.class::cast).findFirst()
+                    .orElseThrow(() -> new AssertionError("the leader stepped down without saying it lost its quorum"));
+            assertEquals(sim.nodes().size(), lost.voters());
+            assertTrue(lost.heard() <= minority.size(), "heard from " + lost.heard() + ", at most the minority's " + minority.size());
+            for (SimNode node : sim.nodes()) {
+                assertEquals(!minority.contains(node), lost.silent().contains(node.id + " ("), node.id + " in " + lost.silent());
+            }
             long stepDownMillis = sim.now() - cutAt;
             long electionTimeoutMillis = (long) sim.raftConfig.electionTimeoutMinTicks() * sim.tickMillis();
             assertTrue(stepDownMillis <= 2 * electionTimeoutMillis + sim.tickMillis(),
