@@ -935,18 +935,20 @@ public final class RaftNode {
             }
             persisting = true;
             long handed = System.nanoTime();
-            installSnapshot(ready).compose(ignored -> RaftNode.<Void>onWorker(storageWorker, () -> {
+            installSnapshot(ready).compose(ignored -> RaftNode.<long[]>onWorker(storageWorker, () -> {
                 long started = System.nanoTime();
                 metrics.record(NodeMetrics.PERSIST_WAIT, started - handed);
                 persist(ready);
-                metrics.record(NodeMetrics.FSYNC_LATENCY, System.nanoTime() - started);
-                return null;
+                long ended = System.nanoTime();
+                metrics.record(NodeMetrics.FSYNC_LATENCY, ended - started);
+                return new long[] {started, ended};
             })).onComplete(result -> {
                 persisting = false;
                 if (result.failed()) {
                     fatal(result.cause());
                     return;
                 }
+                noteSlowPersist(handed, result.result()[0], result.result()[1]);
                 if (early) {
                     ReadyCycle.finishAfterEarlyApplies(core, ready, steps);
                 } else {
@@ -962,6 +964,33 @@ public final class RaftNode {
         if (!stopped) {
             askLoads();
         }
+    }
+
+    /** When the last slow persist was logged ({@link #noteSlowPersist}), and how many were not logged since. */
+    private long slowPersistLoggedNanos;
+    private int slowPersistsUnlogged;
+
+    /**
+     * A warning when a log write (its wait for the storage worker, its write and its sync) took half the minimum
+     * election timeout or more, at most one line per 10 s: this server's answers to the leader wait for it (and a
+     * leader's commits), so a stall that long on a majority at once costs the leader its quorum — as etcd warns of a
+     * slow {@code fdatasync}. On the context.
+     */
+    private void noteSlowPersist(long handed, long started, long ended) {
+        long tookMillis = (ended - handed) / 1_000_000;
+        if (tookMillis < electionTimeoutMinMillis / 2) {
+            return;
+        }
+        if (slowPersistLoggedNanos != 0 && ended - slowPersistLoggedNanos < 10_000_000_000L) {
+            slowPersistsUnlogged++;
+            return;
+        }
+        LOG.warn("{}: a log write took {} ms ({} ms waiting for the storage worker, {} ms writing and syncing): this server's"
+                + " answers to the leader waited as long; a wait past the election timeout ({} ms) on a majority at once costs"
+                + " the leader its quorum{}", id, tookMillis, (started - handed) / 1_000_000, (ended - started) / 1_000_000,
+                electionTimeoutMinMillis, slowPersistsUnlogged == 0 ? "" : " (" + slowPersistsUnlogged + " more since the last line)");
+        slowPersistLoggedNanos = ended;
+        slowPersistsUnlogged = 0;
     }
 
     /**

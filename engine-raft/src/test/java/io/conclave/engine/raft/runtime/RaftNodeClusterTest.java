@@ -471,4 +471,99 @@ class RaftNodeClusterTest {
             }
         });
     }
+    @Test
+    void when_a_log_write_stalls_past_half_the_election_timeout_then_the_server_warns_how_long_and_why_it_matters() throws Exception {
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
+        InMemoryStorage memory = new InMemoryStorage();
+        io.conclave.api.storage.LogStore stalling = new io.conclave.api.storage.LogStore() { // a disk's sync that stalls, once
+            @Override
+            public long firstIndex() {
+                return memory.log().firstIndex();
+            }
+
+            @Override
+            public long lastIndex() {
+                return memory.log().lastIndex();
+            }
+
+            @Override
+            public io.conclave.api.storage.LogEntry get(long index) {
+                return memory.log().get(index);
+            }
+
+            @Override
+            public void append(List<io.conclave.api.storage.LogEntry> entries) {
+                if (armed.getAndSet(false)) {
+                    entered.countDown();
+                    try {
+                        release.await(60, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                memory.log().append(entries);
+            }
+
+            @Override
+            public void truncateSuffix(long fromIndex) {
+                memory.log().truncateSuffix(fromIndex);
+            }
+
+            @Override
+            public void truncatePrefix(long upToIndex) {
+                memory.log().truncatePrefix(upToIndex);
+            }
+
+            @Override
+            public void sync() {
+                memory.log().sync();
+            }
+        };
+        io.conclave.api.storage.Storage storage = new io.conclave.api.storage.Storage() {
+            @Override
+            public io.conclave.api.storage.LogStore log() {
+                return stalling;
+            }
+
+            @Override
+            public io.conclave.api.storage.StableStore stable() {
+                return memory.stable();
+            }
+
+            @Override
+            public io.conclave.api.storage.SnapshotStore snapshots() {
+                return memory.snapshots();
+            }
+
+            @Override
+            public void close() {
+                memory.close();
+            }
+        };
+        RaftNode.Options options = new RaftNode.Options(20, 1_000, 10, 2, 0); // ticks of 20 ms: an election timeout of 200 ms
+        RaftNode solo = startSolo(storage, options);
+        try (io.conclave.engine.raft.testing.LogCapture log = io.conclave.engine.raft.testing.LogCapture.start()) {
+            Await.leader(List.of(solo));
+            await(solo.propose(put("before", "v")));
+            armed.set(true);
+            Future<byte[]> stalled = solo.propose(put("stalled", "v"));
+            assertTrue(entered.await(30, TimeUnit.SECONDS), "the write reached the log");
+            long enteredAt = System.nanoTime();
+            poll("150 ms of stall, past half the 200 ms election timeout", () -> System.nanoTime() - enteredAt > 150_000_000L);
+            release.countDown();
+            await(stalled);
+            poll("the warning", () -> log.text().contains("a log write took"));
+            // the stalled write's line (not suppressed by an earlier one within 10 s), saying how long and against what
+            java.util.function.ToLongFunction<String> took = text -> Long.parseLong(text.replaceAll(".*a log write took (\\d+) ms.*", "$1"));
+            String line = log.text().lines().filter(text -> text.contains("a log write took"))
+                    .max(java.util.Comparator.comparingLong(took)).orElseThrow();
+            assertTrue(took.applyAsLong(line) >= 150, line);
+            assertTrue(line.contains("election timeout (200 ms)") && line.contains("solo:"), line);
+        } finally {
+            release.countDown();
+            await(solo.stop());
+        }
+    }
 }

@@ -493,16 +493,46 @@ final class SegmentedLog implements AutoCloseable {
      */
     void deleteSegmentsUpTo(long upToIndex) {
         try {
+            List<Segment> sealed = new ArrayList<>();
             boolean deleted = false;
             while (!segments.isEmpty() && segments.firstEntry().getValue().last <= upToIndex) {
-                deleteSegment(segments.firstEntry().getValue(), false);
-                deleted = true;
+                Segment segment = segments.firstEntry().getValue();
+                if (segment == active || spare == null) {
+                    deleteSegment(segment, false);
+                    deleted = true;
+                } else { // out of the log now; its files go on the preparer's thread
+                    segments.remove(segment.first);
+                    sealed.add(segment);
+                }
             }
             if (deleted) {
                 syncFolder();
             }
+            if (!sealed.isEmpty()) {
+                spare.inBackground(() -> deleteFiles(sealed));
+            }
         } catch (IOException e) {
             throw new StorageException("cannot delete old segments in " + folder + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Deletes the files of sealed segments already taken out of the log, below its first index, on the preparer's
+     * thread: after a snapshot of a large state a compaction frees hundreds of MiB, and the unlinks and the folder's
+     * sync took about a second at 1 GiB (docs/performance.md), a second in which the log's appends, and so this
+     * server's answers to its leader, waited on the storage worker. Files left by a crash or a failure here are below
+     * the first index recorded first ({@link SegmentLogStore#truncatePrefix}): never read, and deleted with the next
+     * compaction after the log is opened again.
+     */
+    private void deleteFiles(List<Segment> sealed) {
+        try {
+            for (Segment segment : sealed) {
+                Files.deleteIfExists(indexFileOf(segment));
+                Files.deleteIfExists(segment.file);
+            }
+            syncFolder();
+        } catch (IOException e) {
+            LOG.warn("{}: old segments not deleted ({}); they stay below the log's first index, unread", folder, e.getMessage());
         }
     }
 

@@ -141,6 +141,19 @@ final class SpareSegment implements AutoCloseable {
         }
     }
 
+    /** Runs {@code task} on the preparer's thread, after what was handed to it before; a close waits for it. */
+    void inBackground(Runnable task) {
+        if (!closed) {
+            try {
+                preparer.execute(task);
+                return;
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed meanwhile: run it here
+            }
+        }
+        task.run();
+    }
+
     @Override
     public void close() {
         closed = true;

@@ -364,4 +364,84 @@ class PreallocatedSegmentTest {
                 .noneMatch(thread -> thread.getName().startsWith("conclave-log-spare " + folder)));
         assertFalse(Files.exists(folder.resolve(SpareSegment.PREPARING_NAME)), "no half-prepared spare is left behind by a close");
     }
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void when_a_compaction_drops_sealed_segments_then_their_files_go_on_the_preparer_and_the_log_never_waits_for_it() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        ExecutorService preparer = Executors.newSingleThreadExecutor();
+        preparer.submit(() -> {
+            release.await(); // the preparer is busy: the deletion queued behind this waits
+            return null;
+        });
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
+            log.append(entries(1, 1));
+            for (long index = 2; index <= 1600; index++) { // three rolls
+                log.append(List.of(entry(index)));
+            }
+            List<Path> before = sealedFiles();
+            assertEquals(3, before.size());
+            long upTo = PER_SEGMENT * 2; // the first two segments end at or below it
+            log.deleteSegmentsUpTo(upTo);
+            assertTrue(log.firstIndex() > upTo - PER_SEGMENT && log.firstIndex() <= upTo + 1, "out of the log at once: " + log.firstIndex());
+            assertEquals(before, sealedFiles(), "their files wait for the preparer, the log does not");
+            log.append(entries(1601, 1610));
+            checkEveryEntryFrom(log, log.firstIndex(), 1610);
+            release.countDown();
+            Poll.until("the dropped segments' files deleted", Duration.ofSeconds(30), () -> {
+                try {
+                    return sealedFiles().size() == 1;
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            assertEquals(before.get(2), sealedFiles().get(0), "the third segment kept");
+            assertFalse(Files.exists(folder.resolve(before.get(0).getFileName().toString().replace(SegmentedLog.SEALED_SUFFIX,
+                    SegmentedLog.INDEX_SUFFIX))), "with its index file");
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void when_a_close_comes_before_the_deletion_ran_then_the_files_left_are_below_the_first_index_and_go_with_the_next_compaction()
+            throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        ExecutorService preparer = Executors.newSingleThreadExecutor();
+        preparer.submit(() -> {
+            release.await();
+            return null;
+        });
+        List<Path> before;
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
+            log.append(entries(1, 1));
+            for (long index = 2; index <= 1600; index++) {
+                log.append(List.of(entry(index)));
+            }
+            before = sealedFiles();
+            log.deleteSegmentsUpTo(PER_SEGMENT);
+            preparer.shutdownNow(); // as if the process died: the deletion never runs
+            release.countDown();
+        }
+        assertEquals(before, sealedFiles(), "a deletion that never ran leaves the files");
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, true)) { // leftovers are loaded as the log's start
+            assertEquals(1, log.firstIndex());
+            checkEveryEntryFrom(log, 1, 1600);
+            log.deleteSegmentsUpTo(PER_SEGMENT * 2);
+            Poll.until("the leftovers deleted with the next compaction", Duration.ofSeconds(30), () -> {
+                try {
+                    return sealedFiles().size() == 1;
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            log.append(entries(1601, 1610));
+            checkEveryEntryFrom(log, log.firstIndex(), 1610);
+        }
+    }
+
+    private static void checkEveryEntryFrom(SegmentedLog log, long from, long last) {
+        for (long index = from; index <= last; index++) {
+            assertArrayEquals(CrashWriter.content(index, DATA_BYTES), log.get(index).data(), "entry " + index);
+        }
+    }
 }
