@@ -134,6 +134,32 @@ class RaftNodeClusterTest {
         return solo;
     }
 
+    /** {@code memory}'s stable store with another log or snapshot store (a test's slow one); closing closes {@code memory}. */
+    private static io.conclave.api.storage.Storage storageOf(InMemoryStorage memory, io.conclave.api.storage.LogStore log,
+            io.conclave.api.storage.SnapshotStore snapshots) {
+        return new io.conclave.api.storage.Storage() {
+            @Override
+            public io.conclave.api.storage.LogStore log() {
+                return log;
+            }
+
+            @Override
+            public io.conclave.api.storage.StableStore stable() {
+                return memory.stable();
+            }
+
+            @Override
+            public io.conclave.api.storage.SnapshotStore snapshots() {
+                return snapshots;
+            }
+
+            @Override
+            public void close() {
+                memory.close();
+            }
+        };
+    }
+
     private static long keptInMemory(RaftNode node) {
         try {
             return await(node.onCore(core -> core.lastIndex() - core.firstIndex() + 1));
@@ -409,27 +435,7 @@ class RaftNodeClusterTest {
                 memory.snapshots().retain(count);
             }
         };
-        io.conclave.api.storage.Storage storage = new io.conclave.api.storage.Storage() {
-            @Override
-            public io.conclave.api.storage.LogStore log() {
-                return memory.log();
-            }
-
-            @Override
-            public io.conclave.api.storage.StableStore stable() {
-                return memory.stable();
-            }
-
-            @Override
-            public io.conclave.api.storage.SnapshotStore snapshots() {
-                return slowSnapshots;
-            }
-
-            @Override
-            public void close() {
-                memory.close();
-            }
-        };
+        io.conclave.api.storage.Storage storage = storageOf(memory, memory.log(), slowSnapshots);
         RaftNode solo = startSolo(storage, new RaftNode.Options(20, 20, 10, 2, 0));
         try {
             Await.leader(List.of(solo));
@@ -521,27 +527,7 @@ class RaftNodeClusterTest {
                 memory.log().sync();
             }
         };
-        io.conclave.api.storage.Storage storage = new io.conclave.api.storage.Storage() {
-            @Override
-            public io.conclave.api.storage.LogStore log() {
-                return stalling;
-            }
-
-            @Override
-            public io.conclave.api.storage.StableStore stable() {
-                return memory.stable();
-            }
-
-            @Override
-            public io.conclave.api.storage.SnapshotStore snapshots() {
-                return memory.snapshots();
-            }
-
-            @Override
-            public void close() {
-                memory.close();
-            }
-        };
+        io.conclave.api.storage.Storage storage = storageOf(memory, stalling, memory.snapshots());
         RaftNode.Options options = new RaftNode.Options(20, 1_000, 10, 2, 0); // ticks of 20 ms: an election timeout of 200 ms
         RaftNode solo = startSolo(storage, options);
         try (io.conclave.engine.raft.testing.LogCapture log = io.conclave.engine.raft.testing.LogCapture.start()) {

@@ -104,6 +104,24 @@ class PreallocatedSegmentTest {
         return log;
     }
 
+    /** A preparer whose thread is busy until {@code release}: whatever is handed to it after waits. */
+    private static ExecutorService heldPreparer(CountDownLatch release) {
+        ExecutorService preparer = Executors.newSingleThreadExecutor();
+        preparer.submit(() -> {
+            release.await();
+            return null;
+        });
+        return preparer;
+    }
+
+    /** Entries 1 to 1600, one append each: three rolls of the test's segments. */
+    private static void threeRolls(SegmentedLog log) {
+        log.append(entries(1, 1));
+        for (long index = 2; index <= 1600; index++) {
+            log.append(List.of(entry(index)));
+        }
+    }
+
     private static void checkEveryEntry(SegmentedLog log, long last) {
         assertEquals(last, log.lastIndex());
         for (long index = 1; index <= last; index++) {
@@ -323,16 +341,9 @@ class PreallocatedSegmentTest {
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a roll that waits for the latch ignores an interrupt
     void when_the_spare_is_not_ready_then_appends_and_rolls_complete_in_growing_files_without_waiting() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        ExecutorService preparer = Executors.newSingleThreadExecutor();
-        preparer.submit(() -> {
-            release.await(); // the preparer is busy: every preparation queued behind this waits
-            return null;
-        });
+        ExecutorService preparer = heldPreparer(release); // every preparation queued behind it waits
         try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
-            log.append(entries(1, 1));
-            for (long index = 2; index <= 1600; index++) { // three rolls
-                log.append(List.of(entry(index)));
-            }
+            threeRolls(log);
             assertEquals(3, sealedFiles().size(), "the segments rolled while the spare was held back");
             assertTrue(Files.size(activeFile()) < SEGMENT_BYTES, "the active segment grows: no spare was ready");
             assertFalse(Files.exists(folder.resolve(SpareSegment.READY_NAME)));
@@ -368,16 +379,8 @@ class PreallocatedSegmentTest {
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void when_a_compaction_drops_sealed_segments_then_their_files_go_on_the_preparer_and_the_log_never_waits_for_it() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        ExecutorService preparer = Executors.newSingleThreadExecutor();
-        preparer.submit(() -> {
-            release.await(); // the preparer is busy: the deletion queued behind this waits
-            return null;
-        });
-        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
-            log.append(entries(1, 1));
-            for (long index = 2; index <= 1600; index++) { // three rolls
-                log.append(List.of(entry(index)));
-            }
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, heldPreparer(release))) { // the deletion waits
+            threeRolls(log);
             List<Path> before = sealedFiles();
             assertEquals(3, before.size());
             long upTo = PER_SEGMENT * 2; // the first two segments end at or below it
@@ -387,13 +390,7 @@ class PreallocatedSegmentTest {
             log.append(entries(1601, 1610));
             checkEveryEntryFrom(log, log.firstIndex(), 1610);
             release.countDown();
-            Poll.until("the dropped segments' files deleted", Duration.ofSeconds(30), () -> {
-                try {
-                    return sealedFiles().size() == 1;
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
+            awaitSealedFiles("the dropped segments' files deleted", 1);
             assertEquals(before.get(2), sealedFiles().get(0), "the third segment kept");
             assertFalse(Files.exists(folder.resolve(before.get(0).getFileName().toString().replace(SegmentedLog.SEALED_SUFFIX,
                     SegmentedLog.INDEX_SUFFIX))), "with its index file");
@@ -406,17 +403,10 @@ class PreallocatedSegmentTest {
     void when_a_close_comes_before_the_deletion_ran_then_the_files_left_are_below_the_first_index_and_go_with_the_next_compaction()
             throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        ExecutorService preparer = Executors.newSingleThreadExecutor();
-        preparer.submit(() -> {
-            release.await();
-            return null;
-        });
+        ExecutorService preparer = heldPreparer(release);
         List<Path> before;
         try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
-            log.append(entries(1, 1));
-            for (long index = 2; index <= 1600; index++) {
-                log.append(List.of(entry(index)));
-            }
+            threeRolls(log);
             before = sealedFiles();
             log.deleteSegmentsUpTo(PER_SEGMENT);
             preparer.shutdownNow(); // as if the process died: the deletion never runs
@@ -427,16 +417,20 @@ class PreallocatedSegmentTest {
             assertEquals(1, log.firstIndex());
             checkEveryEntryFrom(log, 1, 1600);
             log.deleteSegmentsUpTo(PER_SEGMENT * 2);
-            Poll.until("the leftovers deleted with the next compaction", Duration.ofSeconds(30), () -> {
-                try {
-                    return sealedFiles().size() == 1;
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
+            awaitSealedFiles("the leftovers deleted with the next compaction", 1);
             log.append(entries(1601, 1610));
             checkEveryEntryFrom(log, log.firstIndex(), 1610);
         }
+    }
+
+    private void awaitSealedFiles(String what, int count) throws InterruptedException {
+        Poll.until(what, Duration.ofSeconds(30), () -> {
+            try {
+                return sealedFiles().size() == count;
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
     }
 
     private static void checkEveryEntryFrom(SegmentedLog log, long from, long last) {
