@@ -484,56 +484,70 @@ final class SegmentedLog implements AutoCloseable {
         }
     }
 
-    /** Deletes the segments that hold only entries at or below {@code upToIndex}, the active one included. */
     /**
-     * Deletes the segments wholly at or below {@code upToIndex}, syncing the folder once at the end rather than after
-     * each file: the caller made them unreachable (committed the new first index) before, so a deletion lost in a
-     * crash only leaves a segment the next compaction deletes, never a hole. (A sync per segment made a compaction
-     * of half a gigabyte of log cost eight folder syncs on the worker the log's appends wait for.)
+     * Deletes the segments wholly at or below {@code upToIndex}, the active one included, syncing the folder once at the
+     * end rather than after each file: the caller made them unreachable (committed the new first index) before, so a
+     * deletion lost in a crash only leaves segments the next compaction deletes. Oldest first, never leaving a hole:
+     * what a crash leaves is a run of the oldest segments joined to the log's (a hole fails the next open). (A sync per
+     * segment made a compaction of half a gigabyte of log cost eight folder syncs on the worker the log's appends wait
+     * for.)
+     *
+     * <p>When the active segment stays, the dropped sealed ones leave the log at once and their files are deleted on
+     * the preparer's thread ({@link #deleteFiles}): after a snapshot of a large state a compaction frees hundreds of MiB,
+     * and the unlinks and the folder's sync took about a second at 1 GiB (docs/performance.md), a second in which the
+     * log's appends, and so this server's answers to its leader, waited. When every segment goes (the log restarts
+     * after a snapshot), all is done here, the files still waiting for the preparer first, so that the order holds.
      */
     void deleteSegmentsUpTo(long upToIndex) {
+        if (segments.isEmpty() || segments.firstEntry().getValue().last > upToIndex) {
+            return;
+        }
         try {
-            List<Segment> sealed = new ArrayList<>();
-            boolean deleted = false;
-            while (!segments.isEmpty() && segments.firstEntry().getValue().last <= upToIndex) {
-                Segment segment = segments.firstEntry().getValue();
-                if (segment == active || spare == null) {
-                    deleteSegment(segment, false);
-                    deleted = true;
-                } else { // out of the log now; its files go on the preparer's thread
-                    segments.remove(segment.first);
-                    sealed.add(segment);
+            if (spare != null && segments.lastEntry().getValue().last > upToIndex) {
+                List<Segment> sealed = new ArrayList<>();
+                while (segments.firstEntry().getValue().last <= upToIndex) {
+                    sealed.add(segments.remove(segments.firstKey()));
                 }
-            }
-            if (deleted) {
-                syncFolder();
-            }
-            if (!sealed.isEmpty()) {
+                awaitingDeletion.addAll(sealed);
                 spare.inBackground(() -> deleteFiles(sealed));
+                return;
             }
+            for (Segment waiting : List.copyOf(awaitingDeletion)) {
+                deleteSegmentFiles(waiting);
+            }
+            awaitingDeletion.clear();
+            while (!segments.isEmpty() && segments.firstEntry().getValue().last <= upToIndex) {
+                deleteSegment(segments.firstEntry().getValue(), false);
+            }
+            syncFolder();
         } catch (IOException e) {
             throw new StorageException("cannot delete old segments in " + folder + ": " + e.getMessage(), e);
         }
     }
 
+    /** Sealed segments out of the log whose files the preparer's thread has yet to delete, oldest first. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Segment> awaitingDeletion = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
     /**
-     * Deletes the files of sealed segments already taken out of the log, below its first index, on the preparer's
-     * thread: after a snapshot of a large state a compaction frees hundreds of MiB, and the unlinks and the folder's
-     * sync took about a second at 1 GiB (docs/performance.md), a second in which the log's appends, and so this
-     * server's answers to its leader, waited on the storage worker. Files left by a crash or a failure here are below
-     * the first index recorded first ({@link SegmentLogStore#truncatePrefix}): never read, and deleted with the next
-     * compaction after the log is opened again.
+     * Deletes the files of sealed segments already out of the log, oldest first, on the preparer's thread. What a crash
+     * or a failure here leaves is below the first index recorded before ({@link SegmentLogStore#truncatePrefix}): never
+     * read, and deleted by the next compaction after the log is opened again.
      */
     private void deleteFiles(List<Segment> sealed) {
         try {
             for (Segment segment : sealed) {
-                Files.deleteIfExists(indexFileOf(segment));
-                Files.deleteIfExists(segment.file);
+                deleteSegmentFiles(segment);
+                awaitingDeletion.remove(segment);
             }
             syncFolder();
         } catch (IOException e) {
             LOG.warn("{}: old segments not deleted ({}); they stay below the log's first index, unread", folder, e.getMessage());
         }
+    }
+
+    private void deleteSegmentFiles(Segment segment) throws IOException {
+        Files.deleteIfExists(indexFileOf(segment));
+        Files.deleteIfExists(segment.file);
     }
 
     private void reopenAsActive(Segment segment) throws IOException {

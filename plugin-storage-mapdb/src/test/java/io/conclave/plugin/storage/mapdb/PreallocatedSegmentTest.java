@@ -423,6 +423,27 @@ class PreallocatedSegmentTest {
         }
     }
 
+    @Test
+    void when_every_segment_goes_while_a_deletion_waits_then_the_waiting_files_go_first_and_no_hole_is_left() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        ExecutorService preparer = heldPreparer(release);
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, preparer)) {
+            threeRolls(log);
+            log.deleteSegmentsUpTo(PER_SEGMENT); // the first segment: its files wait for the held preparer
+            assertEquals(3, sealedFiles().size());
+            log.deleteSegmentsUpTo(1600); // every segment, the active one included (a snapshot installed): here and now
+            assertEquals(List.of(), sealedFiles(), "the waiting files went too, before the newer ones");
+            assertEquals(-1, log.firstIndex());
+            log.append(entries(2001, 2010)); // the log restarts after the snapshot
+            preparer.shutdownNow(); // as if the process died: the held deletion never runs
+            release.countDown();
+        }
+        try (SegmentedLog log = SegmentedLog.open(folder, SEGMENT_BYTES, true)) { // no hole: it opens
+            assertEquals(2001, log.firstIndex());
+            checkEveryEntryFrom(log, 2001, 2010);
+        }
+    }
+
     private void awaitSealedFiles(String what, int count) throws InterruptedException {
         Poll.until(what, Duration.ofSeconds(30), () -> {
             try {
