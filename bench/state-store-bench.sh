@@ -3,7 +3,9 @@
 # MapDB off the heap, and three etcd 3.4 members, each loaded with the same state of 1 KB values (10 MB, 100 MB, 1 GiB),
 # one cluster running at a time. For each: writes/s and p99 at 64 connections (random keys overwritten), read p99 at 64
 # connections (a member's own state: Conclave's ?stale, etcd's serializable reads), the longest GC pause and the total GC
-# time of the run (Conclave: each server's GC log; etcd: GODEBUG=gctrace=1, its stop-the-world phases), the heap used
+# time of the run (Conclave: the GC log of every JVM of the cluster, restarts and new servers included, with the longest
+# pause's CPU, and the longest pause once the state is loaded; etcd: GODEBUG=gctrace=1, its stop-the-world phases), each
+# Conclave server's longest log sync and persist wait (raft.fsync.latency, raft.persist.wait), the heap used
 # (Conclave: after the last collection; etcd: Go's heap in use), each server's RSS, a snapshot's time and size (`conclave
 # snapshot save`, `etcdctl snapshot save`), a follower's start after a clean stop and after kill -9 (until it holds the
 # leader's index again), and a new server's catch-up. Each measurement three times on the same loaded cluster; the
