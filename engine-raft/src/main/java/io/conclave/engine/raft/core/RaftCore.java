@@ -1080,18 +1080,13 @@ public final class RaftCore {
 
     private boolean quorumRecentlyActive() {
         List<Server> voters = log.latestConfiguration().voters();
-        int active = 0;
-        for (Server voter : voters) {
-            if (voter.id().equals(id)) {
-                active++;
-            } else {
-                Progress pr = progress.get(voter.id());
-                if (pr != null && pr.recentActive) {
-                    active++;
-                }
-            }
-        }
-        return active >= quorum(voters.size());
+        return voters.stream().filter(this::heardRecently).count() >= quorum(voters.size());
+    }
+
+    /** Whether {@code voter} counts for check quorum: this server, or one heard from since the last check. */
+    private boolean heardRecently(Server voter) {
+        Progress pr = progress.get(voter.id());
+        return voter.id().equals(id) || (pr != null && pr.recentActive);
     }
 
     /** What {@link #quorumRecentlyActive} found wanting, for the log: who was heard from, and who not since when. */
@@ -1101,7 +1096,7 @@ public final class RaftCore {
         StringBuilder silent = new StringBuilder();
         for (Server voter : voters) {
             Progress pr = progress.get(voter.id());
-            if (voter.id().equals(id) || (pr != null && pr.recentActive)) {
+            if (heardRecently(voter)) {
                 heard++;
             } else {
                 silent.append(silent.isEmpty() ? "" : ", ").append(voter.id())
