@@ -6,6 +6,7 @@ import io.conclave.engine.raft.kv.KvStateMachine;
 import io.conclave.engine.raft.kv.KvView;
 import io.conclave.engine.raft.state.HeapStateStore;
 import io.conclave.plugin.storage.mapdb.MapDbStateStore;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -13,6 +14,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import javax.management.JMException;
+import javax.management.ObjectName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,7 +29,8 @@ import org.junit.jupiter.api.Timeout;
  *
  * <pre>
  *   mvn -B -o -pl engine-raft surefire:test -Dtest=StateStoreApplyBenchmark -Dsurefire.failIfNoSpecifiedTests=false \
- *       -Dstate.bench.records=10240 -Dstate.bench.seconds=10 -Dstate.bench.rounds=3 [-Dstate.bench.viewEvery=0]
+ *       -Dstate.bench.records=10240 -Dstate.bench.seconds=10 -Dstate.bench.rounds=3 [-Dstate.bench.viewEvery=0] \
+ *       [-Dstate.bench.stores=heap,mapdb]
  * </pre>
  * (the module's tests run at -Xmx1g; add {@code -DargLine="-Xmx256m ..."} to match the MapDB store's servers).
  */
@@ -42,9 +46,16 @@ class StateStoreApplyBenchmark {
         int rounds = Integer.getInteger("state.bench.rounds", 3);
         int viewEvery = Integer.getInteger("state.bench.viewEvery", 0);
         Path folder = Files.createTempDirectory("state-apply-bench");
-        List<String> names = List.of("heap", "mapdb");
-        List<KvStateMachine> machines = List.of(new KvStateMachine(new HeapStateStore()),
-                new KvStateMachine(MapDbStateStore.open(folder.resolve("mapdb"))));
+        // state.bench.stores=mapdb runs the MapDB store alone: a million records of 1 KB do not fit a small heap store
+        List<String> names = List.of(System.getProperty("state.bench.stores", "heap,mapdb").split(","));
+        List<KvStateMachine> machines = new ArrayList<>();
+        for (String name : names) {
+            machines.add(switch (name) {
+                case "heap" -> new KvStateMachine(new HeapStateStore());
+                case "mapdb" -> new KvStateMachine(MapDbStateStore.open(folder.resolve("mapdb")));
+                default -> throw new IllegalArgumentException("state.bench.stores: heap and/or mapdb, not " + name);
+            });
+        }
         long[] index = new long[machines.size()];
         for (int i = 0; i < machines.size(); i++) {
             long started = System.nanoTime();
@@ -52,18 +63,20 @@ class StateStoreApplyBenchmark {
             System.out.printf("%s: loaded %d values of %d B in %d ms%n", names.get(i), records, VALUE_BYTES,
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
         }
-        List<List<double[]>> results = List.of(new ArrayList<>(), new ArrayList<>());
+        List<List<double[]>> results = new ArrayList<>();
+        names.forEach(name -> results.add(new ArrayList<>()));
         for (int round = 1; round <= rounds; round++) {
             for (int i = 0; i < machines.size(); i++) {
                 double[] result = run(machines.get(i), records, seconds, viewEvery, index, i, round);
                 results.get(i).add(result);
-                System.out.printf("round %d %s: %.0f applies/s, p50 %.1f us, p99 %.1f us%n", round, names.get(i), result[0],
-                        result[1], result[2]);
+                System.out.printf("round %d %s: %.0f applies/s, p50 %.1f us, p99 %.1f us, %.0f bytes allocated per apply%n",
+                        round, names.get(i), result[0], result[1], result[2], result[3]);
             }
         }
         for (int i = 0; i < machines.size(); i++) {
-            System.out.printf("median of %d %s (records %d, viewEvery %d): %.0f applies/s, p50 %.1f us, p99 %.1f us%n", rounds,
-                    names.get(i), records, viewEvery, median(results.get(i), 0), median(results.get(i), 1), median(results.get(i), 2));
+            System.out.printf("median of %d %s (records %d, viewEvery %d): %.0f applies/s, p50 %.1f us, p99 %.1f us, %.0f bytes"
+                    + " allocated per apply%n", rounds, names.get(i), records, viewEvery, median(results.get(i), 0),
+                    median(results.get(i), 1), median(results.get(i), 2), median(results.get(i), 3));
             StateStore store = machines.get(i).store();
             store.close();
         }
@@ -84,7 +97,7 @@ class StateStoreApplyBenchmark {
         return index;
     }
 
-    /** {applies/s, p50 us, p99 us} of one round. */
+    /** {applies/s, p50 us, p99 us, bytes allocated per apply} of one round. */
     private static double[] run(KvStateMachine machine, int records, int seconds, int viewEvery, long[] index, int which,
                                 int round) {
         Random random = new Random(round);
@@ -92,6 +105,7 @@ class StateStoreApplyBenchmark {
         long[] nanos = new long[1 << 22];
         int count = 0;
         KvView held = null;
+        long allocatedAtStart = 0;
         long start = System.nanoTime();
         long end = start + TimeUnit.SECONDS.toNanos(seconds);
         while (System.nanoTime() < end && count < nanos.length) {
@@ -104,17 +118,33 @@ class StateStoreApplyBenchmark {
                 }
                 held = machine.view();
             }
+            if (count == 0) {
+                allocatedAtStart = allocatedBytes();
+            }
             long began = System.nanoTime();
             machine.apply(++index[which], command);
             nanos[count++] = System.nanoTime() - began;
         }
         double elapsedSeconds = (System.nanoTime() - start) / 1e9;
+        // the loop's own allocation counted too (the command above: about its value's size), as a node's decoding would
+        double allocatedPerApply = (allocatedBytes() - allocatedAtStart) / (double) count;
         if (held != null) {
             held.close();
         }
         long[] sorted = Arrays.copyOf(nanos, count);
         Arrays.sort(sorted);
-        return new double[] {count / elapsedSeconds, sorted[count / 2] / 1000.0, sorted[(int) (count * 0.99)] / 1000.0};
+        return new double[] {count / elapsedSeconds, sorted[count / 2] / 1000.0, sorted[(int) (count * 0.99)] / 1000.0,
+                allocatedPerApply};
+    }
+
+    /** This thread's bytes allocated so far (HotSpot's count, read through the platform MBean server). */
+    private static long allocatedBytes() {
+        try {
+            return (Long) ManagementFactory.getPlatformMBeanServer().invoke(new ObjectName("java.lang:type=Threading"),
+                    "getThreadAllocatedBytes", new Object[] {Thread.currentThread().getId()}, new String[] {"long"});
+        } catch (JMException e) {
+            throw new IllegalStateException("cannot read the allocated bytes", e);
+        }
     }
 
     private static double median(List<double[]> runs, int field) {

@@ -195,7 +195,7 @@ public final class MapDbStateStore implements StateStore {
                 .fileMmapPreclearDisable()
                 .allocateIncrement(ALLOCATE_INCREMENT_BYTES)
                 .make();
-        records = db.treeMap("keys", Serializer.BYTE_ARRAY, Serializer.LONG).createOrOpen();
+        records = db.treeMap("keys", TreeKeySerializer.INSTANCE, Serializer.LONG).createOrOpen();
         values = db.getStore();
     }
 
