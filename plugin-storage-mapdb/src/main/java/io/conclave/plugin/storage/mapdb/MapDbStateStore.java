@@ -719,7 +719,11 @@ public final class MapDbStateStore implements StateStore {
             if (pending.writes.containsKey(key)) {
                 return pending.writes.get(key) != DELETED;
             }
-            return committedValue(pending.base, key) != null;
+            if (pending.base == null) {
+                return false;
+            }
+            byte[] record = committedRecord(pending.base, key); // its newest version's kind, without copying its value out
+            return record != null && VersionedRecord.newestIsValue(record);
         }
 
         @Override
