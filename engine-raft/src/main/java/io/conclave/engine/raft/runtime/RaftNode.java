@@ -139,6 +139,12 @@ public final class RaftNode {
 
     /** The part of the last snapshot's size the log must hold before the next snapshot (see {@link #maybeSnapshot()}). */
     static final double SNAPSHOT_AMORTIZATION = 0.5;
+    /**
+     * The width of the window around {@link #SNAPSHOT_AMORTIZATION}, as a part of it, in which each server draws the
+     * share its next snapshot waits for ({@link #amortizationShare}): the servers of a cluster apply the same log, and
+     * should not all rewrite a large state at once. Centred, so that on average a snapshot costs what it did.
+     */
+    static final double SNAPSHOT_STAGGER = 0.5;
 
     private final String id;
     private final Vertx vertx;
@@ -1334,9 +1340,11 @@ public final class RaftNode {
      * the state (or the thresholds, if larger) — and never more than {@link Options#logMemoryBytes()}: the log since
      * the last snapshot is held in memory, and with a state off the heap half the last snapshot can be more than the
      * heap (a 1 GiB MapDB state at -Xmx256m ran out of heap at half a GiB loaded, 221,281 entries of 1 KB in memory).
+     * The part waited for differs from server to server ({@link #amortizationShare}): the servers apply the same log,
+     * and with one share they all wrote a 1 GiB snapshot in the same 16 s, every quorum's disks busy with it at once.
      */
     private void maybeSnapshot() {
-        boolean amortized = appliedBytesSinceSnapshot >= lastSnapshotBytes * SNAPSHOT_AMORTIZATION;
+        boolean amortized = appliedBytesSinceSnapshot >= lastSnapshotBytes * amortizationShare(id, snapshotIndex);
         boolean memoryBound = core.logHeldBytes() >= options.logMemoryBytes();
         if ((!amortized && !memoryBound) || applied < skipAppliesUpTo) {
             return; // (a reused state is ahead of the applied index until the log reaches it: a capture would mislabel it)
@@ -1406,6 +1414,23 @@ public final class RaftNode {
                 fatal(result.cause());
             }
         });
+    }
+
+    /**
+     * The part of the last snapshot's size that {@code server}'s log must hold, after its snapshot at
+     * {@code snapshotIndex}, before it takes the next: within {@code SNAPSHOT_AMORTIZATION * (1 ± SNAPSHOT_STAGGER / 2)}
+     * (0.375 to 0.625 of the last snapshot), drawn from the server's ID and that index, so that two
+     * servers wait different parts, and a server's next wait differs from its last. A pure function, as hashicorp/raft
+     * staggers its snapshot interval with a random part for the same reason, but one a test can replay: a hash, not a
+     * clock or a random source.
+     */
+    static double amortizationShare(String server, long snapshotIndex) {
+        long mixed = server.hashCode() * 0x9E3779B97F4A7C15L + snapshotIndex;
+        mixed = (mixed ^ (mixed >>> 33)) * 0xFF51AFD7ED558CCDL; // MurmurHash3's finalizer: nearby inputs, spread outputs
+        mixed = (mixed ^ (mixed >>> 33)) * 0xC4CEB9FE1A85EC53L;
+        mixed ^= mixed >>> 33;
+        double unit = (mixed >>> 11) * 0x1.0p-53; // [0, 1)
+        return SNAPSHOT_AMORTIZATION * (1 + SNAPSHOT_STAGGER * (unit - 0.5));
     }
 
     /**

@@ -310,6 +310,71 @@ class RaftNodeClusterTest {
     }
 
     @Test
+    void when_the_state_is_large_then_each_server_waits_its_own_share_of_the_last_snapshot_before_the_next() throws Exception {
+        // Each server waits for a log of its own share (0.375 to 0.625) of its last snapshot's size: with one share, the
+        // three servers, which apply the same log, took every snapshot at the same index, each rewriting the whole state
+        // at the same moment (1 GiB in 16 s, on all three at once: every quorum's disks busy with it).
+        RaftNode.Options amortized = new RaftNode.Options(20, 20, 10, 2, 0); // by count every 20 entries: amortization rules
+        for (String id : ids) {
+            stopNode(id);
+        }
+        for (String id : ids) {
+            startNode(id, amortized);
+        }
+        String value = "v".repeat(1_000);
+        int largest = 0;
+        for (int i = 0; i < 750; i++) { // a state of 150 KB, then 600 KB of overwrites
+            byte[] command = put("k" + (i % 150), value);
+            largest = Math.max(largest, command.length);
+            await(awaitLeader().propose(command));
+        }
+        long last = onCore(awaitLeader(), core -> core.commitIndex());
+        poll("every server applied the writes", () -> transport.nodes.values().stream()
+                .allMatch(node -> node.status().appliedIndex() >= last));
+        int pairs = 0;
+        for (RaftNode node : transport.nodes.values()) {
+            List<Timeline.Event> taken = node.timeline().view().events().stream()
+                    .filter(event -> event.type() == Timeline.Type.SNAPSHOT_TAKEN).toList();
+            assertTrue(taken.size() >= 6, node.id() + " took its snapshots: " + taken);
+            for (int k = 1; k < taken.size(); k++) {
+                Timeline.Event before = taken.get(k - 1);
+                long size = Long.parseLong(before.detail().replaceAll("\\D", ""));
+                double share = RaftNode.amortizationShare(node.id(), before.index());
+                // no more than `largest` bytes an entry were applied between the two: at least the share's bytes
+                long entries = taken.get(k).index() - before.index();
+                assertTrue(entries * largest >= share * size, node.id() + ": after the snapshot at " + before.index() + " ("
+                        + size + " bytes, a share of " + share + ") the next came " + entries + " entries later: " + taken);
+                pairs++;
+            }
+        }
+        assertTrue(pairs >= 15, "pairs of snapshots checked: " + pairs);
+    }
+
+    @Test
+    void each_server_waits_its_own_share_of_the_last_snapshot_within_the_window_and_the_same_on_average() {
+        double sum = 0;
+        double lowest = 1;
+        double highest = 0;
+        int draws = 0;
+        for (int server = 0; server < 200; server++) {
+            String id = java.util.UUID.nameUUIDFromBytes(("server" + server).getBytes(StandardCharsets.UTF_8)).toString();
+            for (long index = 1; index < 2_000_000; index += 9_973) {
+                double share = RaftNode.amortizationShare(id, index);
+                assertTrue(share >= 0.375 && share < 0.625, id + " at " + index + ": " + share);
+                assertEquals(share, RaftNode.amortizationShare(id, index), "a pure function");
+                sum += share;
+                lowest = Math.min(lowest, share);
+                highest = Math.max(highest, share);
+                draws++;
+            }
+        }
+        assertEquals(RaftNode.SNAPSHOT_AMORTIZATION, sum / draws, 0.005, "on average a snapshot costs what it did");
+        assertTrue(lowest < 0.38 && highest > 0.62, "the window is used whole: " + lowest + " to " + highest);
+        // three servers after one snapshot at the same index: their shares differ
+        assertTrue(java.util.stream.Stream.of("a", "b", "c").map(id -> RaftNode.amortizationShare(id, 4096)).distinct().count() == 3);
+    }
+
+    @Test
     void when_the_state_is_large_beside_the_heap_then_the_log_held_in_memory_stays_within_its_bound() throws Exception {
         // A state off the heap can be many times the heap: the log of half this 1 MiB state (the amortization's wait for
         // the next snapshot, 32 values of 16 KiB) would not fit in a bound of 128 KiB. The values past 1/32 of the bound
@@ -345,10 +410,12 @@ class RaftNodeClusterTest {
     @Test
     void when_payloads_are_released_from_memory_then_a_follower_behind_and_a_replay_after_a_restart_read_them_from_the_log()
             throws Exception {
-        // no snapshot (thresholds out of reach, and 100 entries of stubs are far from the bound): every entry stays in the
-        // log, and past 2 KiB of values in memory (1/32 of the bound) the oldest are released: every applied one
+        // no snapshot (thresholds out of reach, and the 400 KiB of values below the bound of 1 MiB, even all held at once:
+        // with a bound of 64 KiB the server behind, sent a large batch, reached it and took a snapshot under load): every
+        // entry stays in the log, and past 32 KiB of values in memory (1/32 of the bound) the oldest are released: every
+        // applied one but the last 8
         RaftNode.Options released = new RaftNode.Options(20, 1_000_000, 1_000_000, 2, 0, 1L << 40, 1L << 40)
-                .withLogMemoryBytes(64 * 1024);
+                .withLogMemoryBytes(1024 * 1024);
         for (String id : ids) {
             stopNode(id);
         }
