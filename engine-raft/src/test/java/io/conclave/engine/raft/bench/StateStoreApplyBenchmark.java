@@ -32,7 +32,8 @@ import org.junit.jupiter.api.Timeout;
  *       -Dstate.bench.records=10240 -Dstate.bench.seconds=10 -Dstate.bench.rounds=3 [-Dstate.bench.viewEvery=0] \
  *       [-Dstate.bench.stores=heap,mapdb]
  * </pre>
- * (the module's tests run at -Xmx1g; add {@code -DargLine="-Xmx256m ..."} to match the MapDB store's servers).
+ * (the module's tests run at -Xmx1g; {@code -Dengine.test.jvm="-Xmx256m"} matches the MapDB store's servers, and takes any
+ * other JVM option, a JFR recording say; a {@code -DargLine} is ignored).
  */
 @Timeout(3600)
 class StateStoreApplyBenchmark {
