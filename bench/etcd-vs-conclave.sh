@@ -33,6 +33,8 @@
 # RAW_FIRST=1 sends each count's writes from RawLatency.java before wrk's instead of after them, to tell the order's
 # share from the client's (2026-12-07: at 1 connection, every stage of Conclave's writes, the disk's sync included, took
 # 1.3-1.8x as long under wrk, the first load after the warm-up at 64 connections, as under the raw client right after).
+# REST_AFTER_WARMUP=<seconds> leaves each cluster idle that long between the warm-up and the first measured load, to
+# tell whether what slows the first load after the burst passes with time (default 0).
 #
 # Warm-up: keep the default 30 s for any figure. On a loaded two-core machine, with -w 1 or 2, Conclave's writes at 1
 # connection ran 20x slower than after 30 s (the JIT compilers still at work). JFR_DIR's recordings (settings=profile)
@@ -294,6 +296,7 @@ for round in $(seq 1 "$rounds"); do
     leader=$("${system}_leader")
     echo "round $round: $system leader at $leader; warming up ${warmup}s" >&2
     run_wrk "$system" "$leader" w 64 "$warmup" "r$round-$system-warmup" > /dev/null
+    if [ "${REST_AFTER_WARMUP:-0}" -gt 0 ]; then sleep "$REST_AFTER_WARMUP"; fi # idle on purpose: see the header
     if [ "$mode" != reads ]; then
       for c in $conns; do
         if [ "${RAW_FIRST:-0}" = 1 ]; then measure "$system" "$leader" wr "$c"; measure "$system" "$leader" w "$c"
