@@ -34,7 +34,9 @@
 # share from the client's (2026-12-07: at 1 connection, every stage of Conclave's writes, the disk's sync included, took
 # 1.3-1.8x as long under wrk, the first load after the warm-up at 64 connections, as under the raw client right after).
 # REST_AFTER_WARMUP=<seconds> leaves each cluster idle that long between the warm-up and the first measured load, to
-# tell whether what slows the first load after the burst passes with time (default 0).
+# tell whether what slows the first load after the burst passes with time (default 0). WARM_EACH=<seconds> sends each
+# count's writes for that long, unmeasured, before its measured loads (default 0: only the warm-up at 64 connections),
+# to tell whether the first load of a new count is slow because it is the first of its shape (both systems get it).
 #
 # Warm-up: keep the default 30 s for any figure. On a loaded two-core machine, with -w 1 or 2, Conclave's writes at 1
 # connection ran 20x slower than after 30 s (the JIT compilers still at work). JFR_DIR's recordings (settings=profile)
@@ -299,6 +301,9 @@ for round in $(seq 1 "$rounds"); do
     if [ "${REST_AFTER_WARMUP:-0}" -gt 0 ]; then sleep "$REST_AFTER_WARMUP"; fi # idle on purpose: see the header
     if [ "$mode" != reads ]; then
       for c in $conns; do
+        if [ "${WARM_EACH:-0}" -gt 0 ]; then # this count's load, unmeasured, before its measured ones: see the header
+          run_wrk "$system" "$leader" w "$c" "$WARM_EACH" "r$round-$system-warm-w$c" > /dev/null
+        fi
         if [ "${RAW_FIRST:-0}" = 1 ]; then measure "$system" "$leader" wr "$c"; measure "$system" "$leader" w "$c"
         else measure "$system" "$leader" w "$c"; measure "$system" "$leader" wr "$c"; fi
       done
