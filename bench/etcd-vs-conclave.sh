@@ -379,7 +379,10 @@ done
 
 # One line in docs/performance.md's history table; the section and its header are created on the first run.
 doc="$repo/docs/performance.md"
-line="| $started_at | $commit | $rounds × ${duration}s, warm-up ${warmup}s | $load_low–$load_high |"
+warm="warm-up ${warmup}s"
+if [ "${REST_AFTER_WARMUP:-0}" -gt 0 ]; then warm="$warm, then ${REST_AFTER_WARMUP}s idle"; fi
+if [ "${WARM_EACH:-0}" -gt 0 ]; then warm="$warm, ${WARM_EACH}s of each count's writes before it"; fi
+line="| $started_at | $commit | $rounds × ${duration}s, $warm | $load_low–$load_high |"
 headers="| date (UTC) | commit | rounds | load average |"
 rule="|---|---|---|---|"
 for entry in "${loads[@]}"; do

@@ -52,7 +52,11 @@ class ReliabilityMutantRuns {
         Stream<Arguments> all = Stream.of(
                 Arguments.of("READ_WITHOUT_HEARTBEAT_ROUND", "isolate", 0, ATTEMPTS),
                 Arguments.of("GRANT_VOTE_WITHOUT_LOG_CHECK", "lagging-follower-leader-loss,minority-behind-leader-loss", 0, ATTEMPTS),
-                Arguments.of("VOTE_NEVER_PERSISTED", "voters-lose-power", 0, ATTEMPTS),
+                // two leaders in one term only if a server of the old term campaigns in the voters' term before they
+                // campaign in a later one of their own after their restart, and the cut-off leader's entries meet
+                // the other's at the same indexes: 2 catches in 6 attempts over three sessions (2026-12-07: caught
+                // at the second, missed three times on a slow machine, caught at the first): eight attempts
+                Arguments.of("VOTE_NEVER_PERSISTED", "voters-lose-power", 0, 8),
                 // a stale read only by a read the restarted leader confirms before its first entry is durable on the
                 // laggards, and only where the read is served before the commit reaches that server: the runtime
                 // answers a heartbeat only after the persist under way, applies a Ready's entries before its reads,
