@@ -196,7 +196,9 @@ run_wrk() {
 
 # Each server's own timings of the stages of a write, taken before and after each measured load; stages.tsv gets, per
 # server, each stage's count and mean over the load. Conclave: /v1/agent/metrics, the count and sum of
-# raft.commit.latency, raft.persist.wait, raft.fsync.latency, raft.apply.latency (python3 needed; skipped without it).
+# raft.commit.latency, raft.persist.wait, raft.fsync.latency, raft.apply.latency (python3 needed; skipped without it),
+# and the JIT's work during the load (jstat -compiler, when the JDK has it): jit.compilations (count, mean compile time)
+# and jit.invalidated (jstat's "Invalid": compilation tasks invalidated).
 # etcd: /metrics, the histograms etcd_disk_wal_fsync_duration_seconds (the WAL's fdatasync) and
 # etcd_disk_backend_commit_duration_seconds (bbolt's commit), so that both systems' syncs are read side by side.
 server_metrics() { # label before|after
@@ -209,6 +211,9 @@ server_metrics() { # label before|after
   fi
   command -v python3 > /dev/null || return 0
   for i in 0 1 2; do curl -sf "http://127.0.0.1:2450$i/v1/agent/metrics" > "$out/$1-metrics-c$i-$2.json" || true; done
+  if command -v jstat > /dev/null; then # the JIT's compilations so far: "Compiled Failed Invalid Time ..." (Time in s)
+    for i in 0 1 2; do jstat -compiler "${pids[$i]}" 2>/dev/null | tail -1 > "$out/$1-jit-c$i-$2.txt" || true; done
+  fi
 }
 server_stages() { # label leader
   if [ "$system" = etcd ]; then
@@ -246,6 +251,19 @@ for name in ("raft.commit.latency", "raft.persist.wait", "raft.fsync.latency", "
     if a and a["Count"] > b["Count"]:
         count = a["Count"] - b["Count"]
         print("\t".join([sys.argv[3], sys.argv[4], sys.argv[5], name, str(count), "%.3f" % ((a["Sum"] - b["Sum"]) / count)]))
+# the JIT's compilations during the load (jstat -compiler), and their mean compile time; jstat's "Invalid" too
+def jit(path):
+    try:
+        fields = open(path.replace("-metrics-", "-jit-").replace(".json", ".txt")).read().split()
+        return int(fields[0]), int(fields[2]), float(fields[3])
+    except (OSError, ValueError, IndexError):
+        return None
+jb, ja = jit(sys.argv[1]), jit(sys.argv[2])
+if jb and ja:
+    compiled = ja[0] - jb[0]
+    print("\t".join([sys.argv[3], sys.argv[4], sys.argv[5], "jit.compilations", str(compiled),
+                     "%.3f" % ((ja[2] - jb[2]) * 1000 / compiled if compiled else 0)]))
+    print("\t".join([sys.argv[3], sys.argv[4], sys.argv[5], "jit.invalidated", str(ja[1] - jb[1]), "0"]))
 PYTHON
   done
 }
