@@ -53,9 +53,10 @@ class ReliabilityMutantRuns {
                 Arguments.of("READ_WITHOUT_HEARTBEAT_ROUND", "isolate", 0, ATTEMPTS),
                 Arguments.of("GRANT_VOTE_WITHOUT_LOG_CHECK", "lagging-follower-leader-loss,minority-behind-leader-loss", 0, ATTEMPTS),
                 // two leaders in one term only if a server of the old term campaigns in the voters' term before they
-                // campaign in a later one of their own after their restart, and the cut-off leader's entries meet
-                // the other's at the same indexes: 2 catches in 6 attempts over three sessions (2026-12-07: caught
-                // at the second, missed three times on a slow machine, caught at the first): eight attempts
+                // campaign in a later one of their own after their restart, and the cut-off leader holds entries of its
+                // own past its no-op at the other's indexes: 3 catches in 15 attempts over four sessions (2026-12-07,
+                // the last 8 all missed) while the voters lost power as soon as the leader was seen; 2 in 5 (seeds
+                // 28690117381086, 172128024989324) since the leader takes writes for 300-700 ms first: eight attempts
                 Arguments.of("VOTE_NEVER_PERSISTED", "voters-lose-power", 0, 8),
                 // a stale read only by a read the restarted leader confirms before its first entry is durable on the
                 // laggards, and only where the read is served before the commit reaches that server: the runtime
