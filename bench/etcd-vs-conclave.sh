@@ -198,7 +198,9 @@ run_wrk() {
 # server, each stage's count and mean over the load. Conclave: /v1/agent/metrics, the count and sum of
 # raft.commit.latency, raft.persist.wait, raft.fsync.latency, raft.apply.latency (python3 needed; skipped without it),
 # and the JIT's work during the load (jstat -compiler, when the JDK has it): jit.compilations (count, mean compile time)
-# and jit.invalidated (jstat's "Invalid": compilation tasks invalidated).
+# and jit.invalidated (jstat's "Invalid": compilation tasks invalidated). They are asked once in the warm-up too: the
+# first request to /v1/agent/metrics loads classes, and under -XX:+PrintCompilation a group of C2-compiled methods was
+# made not entrant in the load that followed it.
 # etcd: /metrics, the histograms etcd_disk_wal_fsync_duration_seconds (the WAL's fdatasync) and
 # etcd_disk_backend_commit_duration_seconds (bbolt's commit), so that both systems' syncs are read side by side.
 server_metrics() { # label before|after
@@ -315,7 +317,12 @@ for round in $(seq 1 "$rounds"); do
     wait_for 60 "${system}_leader"
     leader=$("${system}_leader")
     echo "round $round: $system leader at $leader; warming up ${warmup}s" >&2
+    # the servers' metrics asked once in the middle of the warm-up: the first such request loads classes of its own,
+    # and a class loaded in a measured load costs it the recompilation of hot code (seen 2026-12-07: see server_metrics)
+    ( sleep $((warmup / 2)); server_metrics "r$round-$system-warmup" mid ) &
+    warmup_metrics=$!
     run_wrk "$system" "$leader" w 64 "$warmup" "r$round-$system-warmup" > /dev/null
+    wait "$warmup_metrics" || true
     if [ "${REST_AFTER_WARMUP:-0}" -gt 0 ]; then sleep "$REST_AFTER_WARMUP"; fi # idle on purpose: see the header
     if [ "$mode" != reads ]; then
       for c in $conns; do
