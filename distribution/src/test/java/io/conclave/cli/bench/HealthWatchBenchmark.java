@@ -5,9 +5,19 @@ import static io.conclave.cli.bench.BenchFigures.millis;
 import io.conclave.cli.harness.AgentProcess;
 import io.conclave.cli.harness.GossipCluster;
 import io.conclave.cli.harness.Http;
+import io.conclave.cli.harness.SecureMode;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpMethod;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,14 +104,32 @@ class HealthWatchBenchmark {
      */
     private static final int CLIENT_EVENT_LOOPS = Integer.getInteger("health.bench.clientLoops", VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE);
 
-    /** One watcher: asks, waits for its answer, records it, asks again past the answer's index; always on its client loop. */
+    /**
+     * Whether each process gets a core of its own share ({@code -Dhealth.bench.pin=true}, Linux's {@code taskset}): the
+     * watched server's threads on the second core, the other servers and this load tool on the first, as on separate
+     * machines, where the watchers' client does not take the watched server's CPU in the middle of its burst of answers.
+     * Off by default: the figures of the issue's history are unpinned.
+     */
+    private static final boolean PIN = Boolean.getBoolean("health.bench.pin");
+
+    /**
+     * The watchers' client ({@code -Dhealth.bench.client}): {@code vertx} (the default, the figures of the issue's history:
+     * Vert.x's HTTP client on {@link #CLIENT_EVENT_LOOPS} loops) or {@code selector} ({@link SelectorWatchers}: one thread,
+     * one NIO selector, raw HTTP/1.1, each answer timed at the read that completed it, before any is parsed).
+     */
+    private static final String CLIENT = System.getProperty("health.bench.client", "vertx");
+
+    /** One watcher: asks, waits for its answer, records it, asks again past the answer's index. */
     private static final class Watcher {
         final int number;
         volatile long index;
-        volatile String lastBody = "";
 
         Watcher(int number) {
             this.number = number;
+        }
+
+        String path() {
+            return WATCHED_PATH + "?index=" + index + "&wait=" + WAIT + EXTRA_PARAMETERS;
         }
     }
 
@@ -110,9 +138,7 @@ class HealthWatchBenchmark {
     }
 
     /** The watchers of one run: armed again after every answer until closed. */
-    private static final class Watchers implements AutoCloseable {
-        final LoadClient client;
-        final int port;
+    private abstract static class Watchers implements AutoCloseable {
         final List<Watcher> all = new ArrayList<>();
         final ConcurrentLinkedQueue<Wake> wakes = new ConcurrentLinkedQueue<>();
         /** Watchers whose request is out (sent, not answered). */
@@ -121,15 +147,44 @@ class HealthWatchBenchmark {
         final ConcurrentLinkedQueue<String> errorSamples = new ConcurrentLinkedQueue<>();
         volatile boolean running = true;
 
-        Watchers(int count, int port, long index) {
-            this.client = new LoadClient(count + CLIENT_EVENT_LOOPS, CLIENT_EVENT_LOOPS);
-            this.port = port;
+        static Watchers open(int count, int port, long index) throws IOException {
+            return switch (CLIENT) {
+                case "vertx" -> new VertxWatchers(count, port, index);
+                case "selector" -> new SelectorWatchers(count, port, index);
+                default -> throw new IllegalArgumentException("health.bench.client is vertx or selector, not " + CLIENT);
+            };
+        }
+
+        Watchers(int count, long index) {
             for (int i = 0; i < count; i++) {
                 Watcher watcher = new Watcher(i);
                 watcher.index = index;
                 all.add(watcher);
-                arm(watcher);
             }
+        }
+
+        /** A failed answer: counted (the run fails) and its watcher not asked again. */
+        void failed(String what) {
+            errors.incrementAndGet();
+            if (errorSamples.size() < 5) {
+                errorSamples.add(what);
+            }
+        }
+
+        @Override
+        public abstract void close();
+    }
+
+    /** The watchers on Vert.x's HTTP client ({@link LoadClient}), spread over its event loops. */
+    private static final class VertxWatchers extends Watchers {
+        final LoadClient client;
+        final int port;
+
+        VertxWatchers(int count, int port, long index) {
+            super(count, index);
+            this.client = new LoadClient(count + CLIENT_EVENT_LOOPS, CLIENT_EVENT_LOOPS);
+            this.port = port;
+            all.forEach(this::arm);
         }
 
         void arm(Watcher watcher) {
@@ -137,25 +192,19 @@ class HealthWatchBenchmark {
                 return;
             }
             armed.incrementAndGet();
-            String path = WATCHED_PATH + "?index=" + watcher.index + "&wait=" + WAIT + EXTRA_PARAMETERS;
-            client.send(watcher.number, HttpMethod.GET, port, path, null).onComplete(result -> {
+            client.send(watcher.number, HttpMethod.GET, port, watcher.path(), null).onComplete(result -> {
                 armed.decrementAndGet();
                 if (!running) {
                     return;
                 }
                 if (result.failed() || result.result().status() != 200) {
-                    errors.incrementAndGet();
-                    if (errorSamples.size() < 5) {
-                        errorSamples.add(result.failed() ? result.cause().toString() : result.result().status() + " " + result.result().text());
-                    }
+                    failed(result.failed() ? result.cause().toString() : result.result().status() + " " + result.result().text());
                     return; // not asked again: the run counts it as an error and fails
                 }
                 LoadClient.Answer answer = result.result();
-                String body = answer.text();
-                wakes.add(new Wake(watcher.number, answer.answeredNanos(), body.contains("\"warning\""), answer.index(),
+                wakes.add(new Wake(watcher.number, answer.answeredNanos(), answer.text().contains("\"warning\""), answer.index(),
                         Thread.currentThread().getName()));
                 watcher.index = answer.index();
-                watcher.lastBody = body;
                 arm(watcher);
             });
         }
@@ -164,6 +213,213 @@ class HealthWatchBenchmark {
         public void close() {
             running = false;
             client.close();
+        }
+    }
+
+    /**
+     * The watchers on one thread and one NIO selector, speaking HTTP/1.1 themselves: after each select, every ready
+     * connection is read (and timed at that read) before any answer is parsed or any watcher asks again, so that an
+     * answer's time is when it reached its socket's reader, not when a client got round to it. What a watcher on a
+     * machine of its own sees; Vert.x's client, the same answers' work spread over loops that share two cores with the
+     * servers, put tens of milliseconds of its own into the measured wake.
+     */
+    private static final class SelectorWatchers extends Watchers {
+        private static final byte[] HEADERS_END = "\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+        private static final byte[] WARNING = "\"warning\"".getBytes(StandardCharsets.US_ASCII);
+        private final Selector selector;
+        private final Thread thread;
+        private final List<Connection> connections = new ArrayList<>();
+        private final String requestHeaders;
+
+        /** A watcher's connection and what has been read of its answer. */
+        private static final class Connection {
+            final Watcher watcher;
+            final SocketChannel channel;
+            ByteBuffer in = ByteBuffer.allocate(16 * 1024);
+            long readNanos;
+
+            Connection(Watcher watcher, SocketChannel channel) {
+                this.watcher = watcher;
+                this.channel = channel;
+            }
+        }
+
+        SelectorWatchers(int count, int port, long index) throws IOException {
+            super(count, index);
+            String token = SecureMode.token();
+            requestHeaders = " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n" + (token == null ? "" : "X-Consul-Token: " + token + "\r\n") + "\r\n";
+            selector = Selector.open();
+            try {
+                for (Watcher watcher : all) {
+                    SocketChannel channel = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                    channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    channel.configureBlocking(false);
+                    Connection connection = new Connection(watcher, channel);
+                    connections.add(connection);
+                    channel.register(selector, SelectionKey.OP_READ, connection);
+                }
+                for (Connection connection : connections) {
+                    arm(connection);
+                }
+            } catch (IOException e) {
+                closeChannels();
+                throw e;
+            }
+            thread = new Thread(this::loop, "watchers-selector");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        private void arm(Connection connection) throws IOException {
+            ByteBuffer request = ByteBuffer.wrap(("GET " + connection.watcher.path() + requestHeaders).getBytes(StandardCharsets.US_ASCII));
+            armed.incrementAndGet();
+            connection.channel.write(request);
+            if (request.hasRemaining()) { // a few hundred bytes into an idle connection's empty send buffer
+                throw new IOException("watcher " + connection.watcher.number + "'s request not written at once: " + request.remaining() + " bytes left");
+            }
+        }
+
+        private void loop() {
+            List<Connection> read = new ArrayList<>();
+            try {
+                while (running) {
+                    selector.select();
+                    read.clear();
+                    for (SelectionKey key : selector.selectedKeys()) {
+                        Connection connection = (Connection) key.attachment();
+                        if (readAvailable(connection) < 0) {
+                            key.cancel();
+                            if (running) {
+                                armed.decrementAndGet();
+                                failed("watcher " + connection.watcher.number + "'s connection closed by the server");
+                            }
+                            continue;
+                        }
+                        connection.readNanos = System.nanoTime();
+                        read.add(connection);
+                    }
+                    selector.selectedKeys().clear();
+                    for (Connection connection : read) {
+                        answered(connection);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                if (running) {
+                    failed("the selector's thread: " + e);
+                }
+            }
+        }
+
+        /** Reads what the connection has; -1 once the server closed it. */
+        private int readAvailable(Connection connection) throws IOException {
+            int total = 0;
+            while (true) {
+                if (!connection.in.hasRemaining()) {
+                    ByteBuffer larger = ByteBuffer.allocate(connection.in.capacity() * 2);
+                    connection.in.flip();
+                    larger.put(connection.in);
+                    connection.in = larger;
+                }
+                int count = connection.channel.read(connection.in);
+                if (count < 0) {
+                    return -1;
+                }
+                if (count == 0) {
+                    return total;
+                }
+                total += count;
+            }
+        }
+
+        /** If the connection holds a whole answer: records it and asks again past its index (a failure stops the watcher). */
+        private void answered(Connection connection) throws IOException {
+            byte[] bytes = connection.in.array();
+            int length = connection.in.position();
+            int headersEnd = indexOf(bytes, 0, length, HEADERS_END);
+            if (headersEnd < 0) {
+                return;
+            }
+            String head = new String(bytes, 0, headersEnd, StandardCharsets.US_ASCII);
+            long contentLength = -1;
+            long index = 0;
+            for (String line : head.split("\r\n")) {
+                int colon = line.indexOf(':');
+                if (colon < 0) {
+                    continue;
+                }
+                String name = line.substring(0, colon).trim();
+                if (name.equalsIgnoreCase("Content-Length")) {
+                    contentLength = Long.parseLong(line.substring(colon + 1).trim());
+                } else if (name.equalsIgnoreCase("X-Consul-Index")) {
+                    index = Long.parseLong(line.substring(colon + 1).trim());
+                } else if (name.equalsIgnoreCase("Transfer-Encoding")) {
+                    throw new IOException("an answer with Transfer-Encoding, which this client does not read: " + head);
+                }
+            }
+            if (contentLength < 0) {
+                throw new IOException("an answer without Content-Length: " + head);
+            }
+            int bodyStart = headersEnd + HEADERS_END.length;
+            if (length < bodyStart + contentLength) {
+                return;
+            }
+            if (length > bodyStart + contentLength) {
+                throw new IOException("watcher " + connection.watcher.number + " got more than one answer to one request");
+            }
+            connection.in.clear();
+            armed.decrementAndGet();
+            if (!running) {
+                return;
+            }
+            int status = Integer.parseInt(head.substring(9, 12));
+            if (status != 200) {
+                failed(status + " " + new String(bytes, bodyStart, (int) contentLength, StandardCharsets.UTF_8));
+                return;
+            }
+            boolean warning = indexOf(bytes, bodyStart, length, WARNING) >= 0;
+            wakes.add(new Wake(connection.watcher.number, connection.readNanos, warning, index, "watchers-selector"));
+            connection.watcher.index = index;
+            arm(connection);
+        }
+
+        private static int indexOf(byte[] bytes, int from, int to, byte[] pattern) {
+            outer:
+            for (int i = from; i <= to - pattern.length; i++) {
+                for (int j = 0; j < pattern.length; j++) {
+                    if (bytes[i + j] != pattern[j]) {
+                        continue outer;
+                    }
+                }
+                return i;
+            }
+            return -1;
+        }
+
+        private void closeChannels() {
+            for (Connection connection : connections) {
+                try {
+                    connection.channel.close();
+                } catch (IOException ignored) {
+                    // closing: nothing to keep
+                }
+            }
+            try {
+                selector.close();
+            } catch (IOException ignored) {
+                // closing: nothing to keep
+            }
+        }
+
+        @Override
+        public void close() {
+            running = false;
+            selector.wakeup();
+            try {
+                thread.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            closeChannels();
         }
     }
 
@@ -265,11 +521,13 @@ class HealthWatchBenchmark {
             System.setProperty("conclave.distribution", servedFrom);
         }
         GossipCluster cluster = new GossipCluster();
-        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s (their client on %d event loops), %d s"
+        StringBuilder report = new StringBuilder(String.format("%d servers, %d watchers on the %s (their client: %s)"
+                        + (PIN ? ", the watched server pinned to core 1, the others and the load tool to core 0" : "") + ", %d s"
                         + " windows, %d changes a run, query " + WATCHED_PATH + "?index=N&wait=" + WAIT + EXTRA_PARAMETERS + "%n"
                         + "run  baseline_cpu_%%  watchers_cpu_%%  extra_%%_of_a_core  wake_p50_ms  wake_p99_ms  wake_max_ms  from_send_p50_ms"
                         + "  from_send_p99_ms  write_ack_ms_median  unrelated_wakes  noop_p99_ms_baseline  noop_p99_ms_wakes  load_avg%n",
-                servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower", CLIENT_EVENT_LOOPS, seconds, changes));
+                servers, watcherCount, servers == 1 ? "only server" : onLeader ? "leader" : "follower",
+                CLIENT.equals("selector") ? "one NIO selector thread" : "Vert.x's client on " + CLIENT_EVENT_LOOPS + " event loops", seconds, changes));
         List<Double> baselines = new ArrayList<>();
         List<Double> extras = new ArrayList<>();
         List<Double> p50s = new ArrayList<>();
@@ -287,6 +545,15 @@ class HealthWatchBenchmark {
                 put(leader.http, "/v1/catalog/register", registration("web-node-" + instance, instance, "passing"));
             }
             long pid = watched.process.process.pid();
+            if (PIN) {
+                pin(pid, 1);
+                for (GossipCluster.Node node : nodes) {
+                    if (node != watched) {
+                        pin(node.process.process.pid(), 0);
+                    }
+                }
+                pin(ProcessHandle.current().pid(), 0); // the threads made from now on (the watchers' loops) inherit it
+            }
             boolean warning = false;
             for (int run = 1; run <= runs; run++) {
                 Probe probe = new Probe(watched.http);
@@ -296,7 +563,7 @@ class HealthWatchBenchmark {
                 double baseline = percentOfCore(BenchFigures.cpuMillis(pid) - before, System.nanoTime() - start);
                 List<Double> probesAlone = probe.between(start, System.nanoTime());
 
-                Watchers watchers = new Watchers(watcherCount, watched.http, index(watched.http));
+                Watchers watchers = Watchers.open(watcherCount, watched.http, index(watched.http));
                 try {
                     AgentProcess.awaitCondition(() -> "every watcher armed (" + watchers.armed.get() + " of " + watcherCount + ", errors "
                             + watchers.errors.get() + " " + watchers.errorSamples + ")", Duration.ofSeconds(60),
@@ -393,6 +660,16 @@ class HealthWatchBenchmark {
         System.out.println(report);
         Files.writeString(out, report.toString());
         Files.writeString(out.resolveSibling("health-watch-raw.txt"), raw.toString());
+    }
+
+    /** Every thread of process {@code pid} bound to core {@code cpu} ({@code taskset -a -p -c}); fails if it cannot be. */
+    private static void pin(long pid, int cpu) throws IOException, InterruptedException {
+        Process taskset = new ProcessBuilder("taskset", "-a", "-p", "-c", Integer.toString(cpu), Long.toString(pid))
+                .redirectErrorStream(true).start();
+        String said = new String(taskset.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!taskset.waitFor(30, TimeUnit.SECONDS) || taskset.exitValue() != 0) {
+            throw new IOException("taskset could not bind process " + pid + " to core " + cpu + ": " + said.strip());
+        }
     }
 
     private static double percentOfCore(long cpuMillis, long wallNanos) {
