@@ -38,8 +38,9 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>Three servers on loopback (or {@code -Dhealth.bench.servers=1}); the service {@code web} has three instances, each on
  * a node of its own, registered through {@code /v1/catalog/register} with a passing check. The watchers hold a
- * connection each (Vert.x's client, one JVM: this one; spread over the client's event loops) to the <em>watched</em>
- * server, a follower by default ({@code -Dhealth.bench.watched=leader} for the leader). Each run, on the same cluster:
+ * connection each (one JVM: this one; Vert.x's client spread over its event loops, or with
+ * {@code -Dhealth.bench.client=selector} one NIO selector thread of its own, see {@link SelectorWatchers}) to the
+ * <em>watched</em> server, a follower by default ({@code -Dhealth.bench.watched=leader} for the leader). Each run, on the same cluster:
  * <ol>
  * <li><b>baseline</b>: the watched server's CPU time (user + system, {@code /proc/PID/stat}) over {@code S} seconds
  *     (60 by default) with no watcher;</li>
