@@ -666,16 +666,16 @@ public final class MapDbStateStore implements StateStore {
 
         /** The newest committed value's bytes of {@code key} in a physical table, or null. */
         private byte[] committedValue(Integer physicalId, String key) {
-            if (physicalId == null) {
-                return null;
-            }
             byte[] record = committedRecord(physicalId, key);
             return record == null ? null : VersionedRecord.newest(record);
         }
 
-        /** The committed record (every version) of {@code key} in a physical table, or null: read once per change. */
-        private byte[] committedRecord(int physicalId, String key) {
-            return stored(physicalId, key).record();
+        /**
+         * The committed record (every version) of {@code key} in a physical table, or null, also when there is no such
+         * table ({@code physicalId} null): read once per change.
+         */
+        private byte[] committedRecord(Integer physicalId, String key) {
+            return physicalId == null ? null : stored(physicalId, key).record();
         }
 
         /** The committed record of {@code key} in a physical table and its id, or {@link #NONE}: read once per change. */
@@ -718,9 +718,6 @@ public final class MapDbStateStore implements StateStore {
         private boolean exists(Pending pending, String key) {
             if (pending.writes.containsKey(key)) {
                 return pending.writes.get(key) != DELETED;
-            }
-            if (pending.base == null) {
-                return false;
             }
             byte[] record = committedRecord(pending.base, key); // its newest version's kind, without copying its value out
             return record != null && VersionedRecord.newestIsValue(record);
