@@ -667,7 +667,7 @@ class HealthWatchBenchmark {
     private static void pin(long pid, int cpu) throws IOException, InterruptedException {
         Process taskset = new ProcessBuilder("taskset", "-a", "-p", "-c", Integer.toString(cpu), Long.toString(pid))
                 .redirectErrorStream(true).start();
-        String said = new String(taskset.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        String said = new String(taskset.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!taskset.waitFor(30, TimeUnit.SECONDS) || taskset.exitValue() != 0) {
             throw new IOException("taskset could not bind process " + pid + " to core " + cpu + ": " + said.strip());
         }
