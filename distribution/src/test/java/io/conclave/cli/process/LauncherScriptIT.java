@@ -153,4 +153,98 @@ class LauncherScriptIT {
             assertTrue(Files.isRegularFile(home.resolve(file)), file + " is in the zip");
         }
     }
+
+    /** Classes the JVM of {@code result}'s command loaded from the distribution's archive (the dynamic, "top" layer). */
+    private static long fromArchive(Path classLog) throws Exception {
+        try (java.util.stream.Stream<String> lines = Files.lines(classLog)) {
+            return lines.filter(line -> line.contains("source: shared objects file (top)")).count();
+        }
+    }
+
+    @Test
+    void when_the_build_made_a_class_archive_for_this_java_then_commands_load_their_classes_from_it(@TempDir Path work) throws Exception {
+        Path archive = AgentProcess.distribution().resolve("cds/conclave.jsa");
+        List<String> record = Files.readAllLines(AgentProcess.distribution().resolve("cds/conclave.jsa.id"));
+        assertEquals(Long.toString(Files.size(archive)), record.get(0), "the record's first line is the archive's size");
+        assertTrue(record.get(1).contains(System.getProperty("java.version")), "made by this Java: " + record);
+
+        Path classes = work.resolve("classes.log");
+        Result result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", script().toString(), "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertEquals("", result.err());
+        assertTrue(fromArchive(classes) > 300, "classes from the archive: " + fromArchive(classes));
+
+        // JAVA_OPTS that choose their own class sharing: the launcher adds nothing of its own
+        Path off = work.resolve("off.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xshare:off -Xlog:class+load=info:file=" + off), "sh", script().toString(), "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertEquals(0, fromArchive(off));
+    }
+
+    @Test
+    void when_the_class_archive_is_damaged_or_was_made_by_another_java_then_commands_run_without_it(@TempDir Path work) throws Exception {
+        Path home = work.resolve("copy");
+        Path from = AgentProcess.distribution();
+        try (java.util.stream.Stream<Path> paths = Files.walk(from)) {
+            for (Path path : paths.toList()) {
+                Path to = home.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(to);
+                } else {
+                    Files.copy(path, to);
+                }
+            }
+        }
+        String copied = home.resolve("bin/conclave").toString();
+        Path archive = home.resolve("cds/conclave.jsa");
+        Path record = home.resolve("cds/conclave.jsa.id");
+        byte[] whole = Files.readAllBytes(archive);
+        archive.toFile().setWritable(true);
+
+        // truncated (a copy cut short, a full disk): Java 17 dies of SIGBUS on such an archive, so the launcher refuses it
+        Files.write(archive, java.util.Arrays.copyOf(whole, 100_000));
+        Path classes = work.resolve("truncated.log");
+        Result result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.out() + result.err());
+        assertTrue(result.out().contains("Conclave v"), result.out());
+        assertEquals(1, result.errLines().size(), result.err());
+        assertTrue(result.err().contains("class-data archive " + archive + " holds 100000 bytes, " + whole.length
+                + " when it was made: damaged, not used"), result.err());
+        assertEquals(0, fromArchive(classes));
+
+        // whole but damaged within: the JVM's check of the archive (-XX:+VerifySharedSpaces) refuses it
+        byte[] flipped = whole.clone();
+        for (int i = whole.length / 2; i < whole.length / 2 + 64; i++) {
+            flipped[i] = (byte) ~flipped[i];
+        }
+        Files.write(archive, flipped);
+        classes = work.resolve("flipped.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.out() + result.err());
+        assertTrue(result.out().contains("Conclave v"), result.out());
+        assertEquals(0, fromArchive(classes), "a damaged archive's classes were loaded");
+
+        // made by another Java build: not used, and nothing to say (the next build makes one for the Java it runs)
+        Files.write(archive, whole);
+        List<String> lines = new ArrayList<>(Files.readAllLines(record));
+        lines.set(1, "openjdk version \"17.0.0-another\" 2021-09-14");
+        Files.write(record, lines);
+        classes = work.resolve("another.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertEquals("", result.err());
+        assertEquals(0, fromArchive(classes));
+
+        // no archive (-Dconclave.class-archive.skip=true, or deleted): the same
+        Files.delete(archive);
+        classes = work.resolve("absent.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertEquals("", result.err());
+        assertEquals(0, fromArchive(classes));
+
+        try (java.util.stream.Stream<Path> files = Files.list(work)) {
+            assertEquals(List.of(), files.filter(path -> path.getFileName().toString().startsWith("hs_err")).toList(), "a JVM crashed");
+        }
+    }
 }
