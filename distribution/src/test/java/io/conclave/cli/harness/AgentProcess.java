@@ -18,7 +18,8 @@ import java.util.function.Supplier;
 
 /**
  * A Conclave command run as a child JVM from the built distribution, exactly as {@code bin/conclave} runs it:
- * {@code java --module-path lib -m io.conclave.cli/io.conclave.cli.ConclaveCommand ...}, with a small heap.
+ * {@code java --module-path lib -m io.conclave.cli/io.conclave.cli.ConclaveCommand ...}, with a small heap, and with the
+ * distribution's class-data archive under the launcher's conditions.
  */
 public final class AgentProcess implements AutoCloseable {
 
@@ -150,6 +151,9 @@ public final class AgentProcess implements AutoCloseable {
         if (!extra.isBlank()) { // a benchmark's own, for every child (a GC log, say)
             command.addAll(List.of(extra.trim().split("\\s+")));
         }
+        if (main == MAIN) { // the test-only launcher's class path is not the archive's
+            command.addAll(classArchive(home, command));
+        }
         command.addAll(List.of("--module-path", home.resolve("lib").toString()));
         command.addAll(main);
         command.addAll(List.of(args));
@@ -162,6 +166,52 @@ public final class AgentProcess implements AutoCloseable {
         AgentProcess agent = new AgentProcess(process, output);
         RUNNING.add(agent);
         return agent;
+    }
+
+    /** What {@code java -version} of this JVM's Java prints (trailing newlines dropped), as {@code bin/conclave} reads it. */
+    private static final Supplier<String> JAVA_VERSION = new Supplier<>() {
+        private String said;
+
+        @Override
+        public synchronized String get() {
+            if (said == null) {
+                try {
+                    Process version = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-version")
+                            .redirectErrorStream(true).start();
+                    said = new String(version.getInputStream().readAllBytes(), StandardCharsets.UTF_8).stripTrailing();
+                    version.waitFor(30, TimeUnit.SECONDS);
+                } catch (IOException e) {
+                    said = "";
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    said = "";
+                }
+            }
+            return said;
+        }
+    };
+
+    /**
+     * The options {@code bin/conclave} adds for the distribution's class-data archive, under its conditions (docs/operating.md):
+     * the archive made by this Java, of the size its record gives, and no class-sharing option among {@code command}'s.
+     */
+    private static List<String> classArchive(Path home, List<String> command) {
+        Path archive = home.resolve("cds").resolve("conclave.jsa");
+        Path record = home.resolve("cds").resolve("conclave.jsa.id");
+        if (command.stream().anyMatch(option -> option.contains("Xshare") || option.contains("SharedArchiveFile")
+                || option.contains("ArchiveClassesAt")) || !Files.isRegularFile(archive) || !Files.isRegularFile(record)) {
+            return List.of();
+        }
+        try {
+            List<String> lines = Files.readAllLines(record, StandardCharsets.UTF_8);
+            if (lines.isEmpty() || !lines.get(0).equals(Long.toString(Files.size(archive)))
+                    || !String.join("\n", lines.subList(1, lines.size())).stripTrailing().equals(JAVA_VERSION.get())) {
+                return List.of();
+            }
+        } catch (IOException e) {
+            return List.of();
+        }
+        return List.of("-XX:SharedArchiveFile=" + archive, "-XX:+VerifySharedSpaces");
     }
 
     /** A {@code conclave} command's exit code and its output (standard output and error together). */
