@@ -23,8 +23,9 @@ import java.util.stream.Stream;
  * a server serves every day (key/value, transactions, sessions, the catalog and health, the agent and operator
  * endpoints, a snapshot), stops it with SIGTERM, and the JVM writes at its exit every class it loaded into the archive.
  * Beside the archive, {@code conclave.jsa.id} records what {@code bin/conclave} checks before it uses it: the archive's
- * size (Java 17 crashes on a truncated archive instead of refusing it) and the {@code java -version} of the Java that
- * made it (an archive serves only the Java build that wrote it). The archive is moved into place only once whole, and
+ * size (Java 17 crashes on a truncated archive instead of refusing it), the distribution's folder (Java 17 takes the
+ * archive of a moved distribution without a word, and its servers then never answer each other's bootstrap) and the
+ * {@code java -version} of the Java that made it (an archive serves only the Java build that wrote it). The archive is moved into place only once whole, and
  * its record after it, so that a launcher never sees a record for a partial archive.
  *
  * <p>Any failure fails the build, with the server's output kept in {@code target/class-archive-training/}: the
@@ -92,7 +93,7 @@ public final class ClassArchiveTraining {
         long size = Files.size(partial);
         Files.move(partial, archive, StandardCopyOption.ATOMIC_MOVE);
         Path recordPartial = work.resolve("conclave.jsa.id");
-        Files.writeString(recordPartial, size + "\n" + javaVersion(java) + "\n", StandardCharsets.UTF_8);
+        Files.writeString(recordPartial, size + "\n" + distribution.toRealPath() + "\n" + javaVersion(java) + "\n", StandardCharsets.UTF_8);
         Files.move(recordPartial, record, StandardCopyOption.REPLACE_EXISTING);
         System.out.printf("class-data archive: %s, %d bytes, for %s%n", archive, size, javaVersion(java).lines().findFirst().orElse("?"));
     }

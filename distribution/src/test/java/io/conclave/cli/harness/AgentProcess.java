@@ -193,7 +193,8 @@ public final class AgentProcess implements AutoCloseable {
 
     /**
      * The options {@code bin/conclave} adds for the distribution's class-data archive, under its conditions (docs/operating.md):
-     * the archive made by this Java, of the size its record gives, and no class-sharing option among {@code command}'s.
+     * the archive made by this Java in this folder (never a copy's), of the size its record gives, and no class-sharing
+     * option among {@code command}'s.
      */
     private static List<String> classArchive(Path home, List<String> command) {
         Path archive = home.resolve("cds").resolve("conclave.jsa");
@@ -204,8 +205,8 @@ public final class AgentProcess implements AutoCloseable {
         }
         try {
             List<String> lines = Files.readAllLines(record, StandardCharsets.UTF_8);
-            if (lines.isEmpty() || !lines.get(0).equals(Long.toString(Files.size(archive)))
-                    || !String.join("\n", lines.subList(1, lines.size())).stripTrailing().equals(JAVA_VERSION.get())) {
+            if (lines.size() < 3 || !lines.get(0).equals(Long.toString(Files.size(archive))) || !lines.get(1).equals(home.toRealPath().toString())
+                    || !String.join("\n", lines.subList(2, lines.size())).stripTrailing().equals(JAVA_VERSION.get())) {
                 return List.of();
             }
         } catch (IOException e) {

@@ -166,7 +166,8 @@ class LauncherScriptIT {
         Path archive = AgentProcess.distribution().resolve("cds/conclave.jsa");
         List<String> record = Files.readAllLines(AgentProcess.distribution().resolve("cds/conclave.jsa.id"));
         assertEquals(Long.toString(Files.size(archive)), record.get(0), "the record's first line is the archive's size");
-        assertTrue(record.get(1).contains(System.getProperty("java.version")), "made by this Java: " + record);
+        assertEquals(AgentProcess.distribution().toRealPath().toString(), record.get(1), "made in this folder: " + record);
+        assertTrue(record.get(2).contains(System.getProperty("java.version")), "made by this Java: " + record);
 
         Path classes = work.resolve("classes.log");
         Result result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", script().toString(), "version");
@@ -182,7 +183,7 @@ class LauncherScriptIT {
     }
 
     @Test
-    void when_the_class_archive_is_damaged_or_was_made_by_another_java_then_commands_run_without_it(@TempDir Path work) throws Exception {
+    void when_the_class_archive_is_damaged_moved_or_made_by_another_java_then_commands_run_without_it(@TempDir Path work) throws Exception {
         Path home = work.resolve("copy");
         Path from = AgentProcess.distribution();
         try (java.util.stream.Stream<Path> paths = Files.walk(from)) {
@@ -201,10 +202,28 @@ class LauncherScriptIT {
         byte[] whole = Files.readAllBytes(archive);
         archive.toFile().setWritable(true);
 
+        // a copy (or a move) of the distribution: Java 17 would take the archive without a word, and servers started
+        // from it never form a cluster (their bootstrap goes unanswered), so the launcher leaves it out, saying nothing
+        Path classes = work.resolve("moved.log");
+        Result result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertEquals("", result.err());
+        assertEquals(0, fromArchive(classes));
+
+        // the record made to name the copy's folder: the launcher uses the archive (what the cases below would see
+        // if it did not check what each refuses)
+        List<String> lines = new ArrayList<>(Files.readAllLines(record));
+        lines.set(1, home.toRealPath().toString());
+        Files.write(record, lines);
+        classes = work.resolve("renamed.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        assertEquals(0, result.exitCode(), result.err());
+        assertTrue(fromArchive(classes) > 300, "classes from the archive: " + fromArchive(classes));
+
         // truncated (a copy cut short, a full disk): Java 17 dies of SIGBUS on such an archive, so the launcher refuses it
         Files.write(archive, java.util.Arrays.copyOf(whole, 100_000));
-        Path classes = work.resolve("truncated.log");
-        Result result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
+        classes = work.resolve("truncated.log");
+        result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
         assertEquals(0, result.exitCode(), result.out() + result.err());
         assertTrue(result.out().contains("Conclave v"), result.out());
         assertEquals(1, result.errLines().size(), result.err());
@@ -226,8 +245,7 @@ class LauncherScriptIT {
 
         // made by another Java build: not used, and nothing to say (the next build makes one for the Java it runs)
         Files.write(archive, whole);
-        List<String> lines = new ArrayList<>(Files.readAllLines(record));
-        lines.set(1, "openjdk version \"17.0.0-another\" 2021-09-14");
+        lines.set(2, "openjdk version \"17.0.0-another\" 2021-09-14");
         Files.write(record, lines);
         classes = work.resolve("another.log");
         result = run(work, Map.of("JAVA_OPTS", "-Xlog:class+load=info:file=" + classes), "sh", copied, "version");
