@@ -93,9 +93,10 @@ public final class ClassArchiveTraining {
         long size = Files.size(partial);
         Files.move(partial, archive, StandardCopyOption.ATOMIC_MOVE);
         Path recordPartial = work.resolve("conclave.jsa.id");
-        Files.writeString(recordPartial, size + "\n" + distribution.toRealPath() + "\n" + javaVersion(java) + "\n", StandardCharsets.UTF_8);
+        String madeBy = javaVersion(java);
+        Files.writeString(recordPartial, size + "\n" + distribution.toRealPath() + "\n" + madeBy + "\n", StandardCharsets.UTF_8);
         Files.move(recordPartial, record, StandardCopyOption.REPLACE_EXISTING);
-        System.out.printf("class-data archive: %s, %d bytes, for %s%n", archive, size, javaVersion(java).lines().findFirst().orElse("?"));
+        System.out.printf("class-data archive: %s, %d bytes, for %s%n", archive, size, madeBy.lines().findFirst().orElse("?"));
     }
 
     /** What {@code java -version} prints, as {@code bin/conclave} reads it (trailing newlines dropped). */

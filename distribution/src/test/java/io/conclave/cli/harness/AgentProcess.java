@@ -168,28 +168,25 @@ public final class AgentProcess implements AutoCloseable {
         return agent;
     }
 
-    /** What {@code java -version} of this JVM's Java prints (trailing newlines dropped), as {@code bin/conclave} reads it. */
-    private static final Supplier<String> JAVA_VERSION = new Supplier<>() {
-        private String said;
+    /** What {@code java -version} of this JVM's Java prints (trailing newlines dropped), as {@code bin/conclave} reads it: read once. */
+    private static final class JavaVersion {
+        static final String SAID = read();
 
-        @Override
-        public synchronized String get() {
-            if (said == null) {
-                try {
-                    Process version = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-version")
-                            .redirectErrorStream(true).start();
-                    said = new String(version.getInputStream().readAllBytes(), StandardCharsets.UTF_8).stripTrailing();
-                    version.waitFor(30, TimeUnit.SECONDS);
-                } catch (IOException e) {
-                    said = "";
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    said = "";
-                }
+        private static String read() {
+            try {
+                Process version = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-version")
+                        .redirectErrorStream(true).start();
+                String said = new String(version.getInputStream().readAllBytes(), StandardCharsets.UTF_8).stripTrailing();
+                version.waitFor(30, TimeUnit.SECONDS);
+                return said;
+            } catch (IOException e) {
+                return ""; // matches no record: the child starts without the archive
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "";
             }
-            return said;
         }
-    };
+    }
 
     /**
      * The options {@code bin/conclave} adds for the distribution's class-data archive, under its conditions (docs/operating.md):
@@ -206,7 +203,7 @@ public final class AgentProcess implements AutoCloseable {
         try {
             List<String> lines = Files.readAllLines(record, StandardCharsets.UTF_8);
             if (lines.size() < 3 || !lines.get(0).equals(Long.toString(Files.size(archive))) || !lines.get(1).equals(home.toRealPath().toString())
-                    || !String.join("\n", lines.subList(2, lines.size())).stripTrailing().equals(JAVA_VERSION.get())) {
+                    || !String.join("\n", lines.subList(2, lines.size())).stripTrailing().equals(JavaVersion.SAID)) {
                 return List.of();
             }
         } catch (IOException e) {
